@@ -1,0 +1,15 @@
+module github.com/supolka/codemode-gateway
+
+go 1.26
+
+require (
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/dlclark/regexp2 v1.11.4 // indirect
+	github.com/dop251/goja v0.0.0-20260311135729-065cd970411c // indirect
+	github.com/evanw/esbuild v0.28.2 // indirect
+	github.com/go-chi/chi/v5 v5.5.0 // indirect
+	github.com/go-sourcemap/sourcemap v2.1.3+incompatible // indirect
+	github.com/google/pprof v0.0.0-20230207041349-798e818bf904 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	golang.org/x/text v0.3.8 // indirect
+)
