@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -29,7 +31,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version", "-version", "--version":
-		fmt.Fprintf(stdout, "gateway %s (executor protocol %d)\n", version, protocolVersion)
+		fmt.Fprintf(stdout, "gateway %s (executor protocol %d)\n", version, protocol.ProtocolVersion)
 		return 0
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
