@@ -6,7 +6,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/gateway
 
-.PHONY: all build run test vet lint bench fuzz clean
+.PHONY: all build run test vet lint bench fuzz clean deps interop-deps
+
+# npm packages for the tests that run the real capnweb JavaScript library.
+INTEROP := protocol/capnweb/interop
 
 all: build
 
@@ -18,8 +21,18 @@ run: build
 
 # The test command of the README and of CI: static checks, then every test
 # with the race detector.
-test: vet
+test: vet interop-deps
 	$(GO) test -race -count=1 ./...
+
+deps: interop-deps
+	$(GO) mod download
+
+# Installs capnweb and ws exactly as package-lock.json pins them, again only
+# when the lock file changed.
+interop-deps: $(INTEROP)/node_modules/.package-lock.json
+
+$(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/package-lock.json
+	cd $(INTEROP) && npm ci --no-audit --no-fund
 
 vet:
 	$(GO) vet ./...

@@ -1,0 +1,283 @@
+package auth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// minHMACSecret is the shortest HS256 secret accepted: RFC 7518 requires a
+// key at least as long as the hash output.
+const minHMACSecret = 32
+
+// minRSABits is the smallest RSA modulus accepted for RS256.
+const minRSABits = 2048
+
+// DefaultTenantClaim is the claim a JWT names its tenant in when the
+// configuration names none.
+const DefaultTenantClaim = "tenant"
+
+// JWTConfig configures a JWTVerifier. At least one key source must be set.
+type JWTConfig struct {
+	// Issuer is the required value of the iss claim.
+	Issuer string
+	// Audience is a value the aud claim must contain.
+	Audience string
+	// TenantClaim names the claim that carries the tenant; DefaultTenantClaim
+	// when empty. The claim must be a non-empty string.
+	TenantClaim string
+	// HMACSecret enables HS256 with this secret (at least 32 bytes).
+	HMACSecret []byte
+	// PublicKeysPEM enables RS256 and ES256 with these PEM public keys.
+	PublicKeysPEM []string
+	// JWKSFile names a JSON Web Key Set file of RSA and P-256 EC keys.
+	JWKSFile string
+	// Leeway is the clock skew allowed on exp and nbf.
+	Leeway time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+type verifyKey struct {
+	kid string
+	alg string // "HS256", "RS256" or "ES256"
+	key any
+}
+
+// JWTVerifier authenticates JWT bearer tokens. It accepts only HS256, RS256
+// and ES256, requires exp, checks nbf, iss and aud, and takes the tenant from
+// the configured claim.
+type JWTVerifier struct {
+	cfg  JWTConfig
+	keys []verifyKey
+}
+
+// NewJWTVerifier validates cfg and loads its keys.
+func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
+	if cfg.Issuer == "" || cfg.Audience == "" {
+		return nil, errors.New("auth: a JWT verifier needs both an issuer and an audience, so that a token minted for another service is refused")
+	}
+	if cfg.TenantClaim == "" {
+		cfg.TenantClaim = DefaultTenantClaim
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	v := &JWTVerifier{cfg: cfg}
+	if cfg.HMACSecret != nil {
+		if len(cfg.HMACSecret) < minHMACSecret {
+			return nil, fmt.Errorf("auth: the HS256 secret must be at least %d bytes", minHMACSecret)
+		}
+		v.keys = append(v.keys, verifyKey{alg: "HS256", key: cfg.HMACSecret})
+	}
+	for i, p := range cfg.PublicKeysPEM {
+		k, err := publicKeyFromPEM([]byte(p))
+		if err != nil {
+			return nil, fmt.Errorf("auth: public key %d: %w", i, err)
+		}
+		v.keys = append(v.keys, k)
+	}
+	if cfg.JWKSFile != "" {
+		data, err := os.ReadFile(cfg.JWKSFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth: reading the JWKS file: %w", err)
+		}
+		ks, err := parseJWKS(data)
+		if err != nil {
+			return nil, fmt.Errorf("auth: JWKS file %s: %w", cfg.JWKSFile, err)
+		}
+		v.keys = append(v.keys, ks...)
+	}
+	if len(v.keys) == 0 {
+		return nil, errors.New("auth: a JWT verifier needs a key: an HS256 secret, PEM public keys or a JWKS file")
+	}
+	return v, nil
+}
+
+func publicKeyFromPEM(p []byte) (verifyKey, error) {
+	if k, err := jwt.ParseRSAPublicKeyFromPEM(p); err == nil {
+		if k.N.BitLen() < minRSABits {
+			return verifyKey{}, fmt.Errorf("an RSA key must have at least %d bits", minRSABits)
+		}
+		return verifyKey{alg: "RS256", key: k}, nil
+	}
+	if k, err := jwt.ParseECPublicKeyFromPEM(p); err == nil {
+		if k.Curve != elliptic.P256() {
+			return verifyKey{}, errors.New("an EC key must be on the P-256 curve (ES256)")
+		}
+		return verifyKey{alg: "ES256", key: k}, nil
+	}
+	return verifyKey{}, errors.New("not a PEM-encoded RSA or P-256 EC public key")
+}
+
+type jwk struct {
+	Kty string `json:"kty"`
+	Kid string `json:"kid"`
+	Use string `json:"use"`
+	Alg string `json:"alg"`
+	N   string `json:"n"`
+	E   string `json:"e"`
+	Crv string `json:"crv"`
+	X   string `json:"x"`
+	Y   string `json:"y"`
+}
+
+func parseJWKS(data []byte) ([]verifyKey, error) {
+	var set struct {
+		Keys []jwk `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("not a JSON Web Key Set: %w", err)
+	}
+	var out []verifyKey
+	for i, k := range set.Keys {
+		if k.Use != "" && k.Use != "sig" {
+			continue // an encryption key has no say in verification
+		}
+		vk, err := k.verifyKey()
+		if err != nil {
+			return nil, fmt.Errorf("key %d (kid %q): %w", i, k.Kid, err)
+		}
+		out = append(out, vk)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("it holds no signing key")
+	}
+	return out, nil
+}
+
+func (k jwk) verifyKey() (verifyKey, error) {
+	b64 := func(field, s string) ([]byte, error) {
+		b, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil || len(b) == 0 {
+			return nil, fmt.Errorf("member %q is not base64url", field)
+		}
+		return b, nil
+	}
+	switch k.Kty {
+	case "RSA":
+		if k.Alg != "" && k.Alg != "RS256" {
+			return verifyKey{}, fmt.Errorf("alg %q is not supported; RSA keys verify RS256", k.Alg)
+		}
+		n, err := b64("n", k.N)
+		if err != nil {
+			return verifyKey{}, err
+		}
+		e, err := b64("e", k.E)
+		if err != nil {
+			return verifyKey{}, err
+		}
+		if len(e) > 4 {
+			return verifyKey{}, errors.New("the RSA exponent is too large")
+		}
+		pub := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
+		if pub.N.BitLen() < minRSABits {
+			return verifyKey{}, fmt.Errorf("an RSA key must have at least %d bits", minRSABits)
+		}
+		if pub.E < 3 || pub.E%2 == 0 {
+			return verifyKey{}, errors.New("the RSA exponent is invalid")
+		}
+		return verifyKey{kid: k.Kid, alg: "RS256", key: pub}, nil
+	case "EC":
+		if k.Crv != "P-256" || (k.Alg != "" && k.Alg != "ES256") {
+			return verifyKey{}, errors.New("only P-256 EC keys (ES256) are supported")
+		}
+		x, err := b64("x", k.X)
+		if err != nil {
+			return verifyKey{}, err
+		}
+		y, err := b64("y", k.Y)
+		if err != nil {
+			return verifyKey{}, err
+		}
+		if len(x) != 32 || len(y) != 32 {
+			return verifyKey{}, errors.New("a P-256 coordinate must be 32 bytes")
+		}
+		point := append([]byte{4}, append(x, y...)...)
+		pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), point)
+		if err != nil {
+			return verifyKey{}, errors.New("the point is not on the P-256 curve")
+		}
+		return verifyKey{kid: k.Kid, alg: "ES256", key: pub}, nil
+	default:
+		return verifyKey{}, fmt.Errorf("key type %q is not supported (use RSA or EC P-256)", k.Kty)
+	}
+}
+
+// Authenticate implements Authenticator. A token that is not shaped like a
+// JWT is ErrUnrecognized.
+func (v *JWTVerifier) Authenticate(_ context.Context, token string) (Identity, error) {
+	if !looksLikeJWT(token) {
+		return Identity{}, ErrUnrecognized
+	}
+	claims := jwt.MapClaims{}
+	_, err := jwt.ParseWithClaims(token, claims, v.keyFor,
+		jwt.WithValidMethods([]string{"HS256", "RS256", "ES256"}),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuer(v.cfg.Issuer),
+		jwt.WithAudience(v.cfg.Audience),
+		jwt.WithLeeway(v.cfg.Leeway),
+		jwt.WithTimeFunc(v.cfg.Now),
+	)
+	if err != nil {
+		return Identity{}, errors.Join(ErrInvalid, jwtReason(err))
+	}
+	tenant, ok := claims[v.cfg.TenantClaim].(string)
+	if !ok || tenant == "" {
+		return Identity{}, errors.Join(ErrInvalid, fmt.Errorf("the token has no %q claim naming a tenant", v.cfg.TenantClaim))
+	}
+	sub, _ := claims["sub"].(string)
+	return Identity{Tenant: tenant, Method: "jwt", Credential: sub}, nil
+}
+
+// keyFor offers every configured key of the token's algorithm (and of its
+// kid, when it names one); the parser accepts the first that verifies.
+func (v *JWTVerifier) keyFor(t *jwt.Token) (any, error) {
+	kid, _ := t.Header["kid"].(string)
+	var set jwt.VerificationKeySet
+	for _, k := range v.keys {
+		if k.alg != t.Method.Alg() || (kid != "" && k.kid != "" && k.kid != kid) {
+			continue
+		}
+		set.Keys = append(set.Keys, k.key)
+	}
+	if len(set.Keys) == 0 {
+		return nil, fmt.Errorf("no configured key verifies %s tokens", t.Method.Alg())
+	}
+	return set, nil
+}
+
+// jwtReason turns a parser error into a reason that is safe to log and
+// useful to an operator.
+func jwtReason(err error) error {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return errors.New("the token has expired")
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return errors.New("the token is not valid yet (nbf)")
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return errors.New("the token lacks a required claim (exp)")
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return errors.New("the token's issuer is not the configured one")
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return errors.New("the token's audience does not include the configured one")
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return errors.New("the token's signature does not verify")
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return errors.New("the token is malformed")
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return errors.New("the token cannot be verified with the configured keys")
+	default:
+		return errors.New("the token is invalid")
+	}
+}
