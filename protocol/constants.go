@@ -21,19 +21,30 @@ const MaxSupportedTimeout = 2147483647
 // sends outward: its answer, one tool call, one outbound request, one handle
 // answer. Sized together with ConsoleCaptureLimit so that a run at every
 // bound at once still yields a result message far under the smallest
-// message ceiling in the path (1 MiB, capnweb's default WebSocket limit).
+// message ceiling in the path (1 MiB, capnweb's default WebSocket limit):
+// with the worst JSON escaping there is, such a message measures under
+// 200 KB as a capnweb frame, and under 330 KB even if the answer were
+// charged as raw resultJson bytes (TestEveryBoundAtOnceFitsTheSmallestCeiling).
+// The sizes are what RunAnswerWireSize, ToolCallWireSize,
+// OutboundRequestWireSize and HandleAnswerWireSize measure.
 const PayloadLimit = 131072
 
 // ConsoleCaptureLimit bounds the captured console text of one whole run, in
-// the bytes the lines cost on the wire, shape included. A run that fills it
-// loses the rest of its logging and keeps its result.
+// the bytes the lines cost on the wire, shape included (LogLineWireSize):
+// half of PayloadLimit, because logging is a side channel and must not
+// crowd out the answer. A run that fills it loses the rest of its logging
+// (the line that meets the bound is dropped whole and one warn line with
+// ConsoleCaptureMessage takes the place of the rest) and keeps its result.
 const ConsoleCaptureLimit = 65536
 
 // DefaultMemoryLimitMB is the memory limit of one run when the executor's
-// configuration sets none.
+// configuration sets none: room for a program working through a few
+// megabytes of JSON with a JavaScript engine's object overhead, while a
+// worker per core still fits in an ordinary machine.
 const DefaultMemoryLimitMB = 128
 
 // DefaultHandlesIdleTimeout is the idle bound in milliseconds: a retained
 // execution nobody invokes for this long is closed and its worker returns to
-// rotation.
+// rotation. A minute covers the pause between a model's turns, while a held
+// execution occupies a worker, so an abandoned one must not hold it long.
 const DefaultHandlesIdleTimeout = 60000

@@ -1,6 +1,10 @@
 package protocol
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
 
 // Code is a fault code from the contract's taxonomy. A fault is the
 // infrastructure breaking under an execution; it reaches the calling
@@ -47,4 +51,132 @@ func CodeOf(err error) Code {
 		return c.FaultCode()
 	}
 	return ""
+}
+
+// Retryable reports whether a call that failed with c may simply be tried
+// again: QUEUE_OVERFLOW and WORKER_CRASHED, where nothing of the execution
+// ran to completion and a later attempt can succeed.
+func (c Code) Retryable() bool {
+	return c == CodeQueueOverflow || c == CodeWorkerCrashed
+}
+
+// Known reports whether c is one of the taxonomy's eight codes.
+func (c Code) Known() bool {
+	switch c {
+	case CodeQueueOverflow, CodeWorkerCrashed, CodeProtocolMismatch, CodeConnectionRejected,
+		CodeConnectionBroken, CodeResponseTooLarge, CodeHandlesClosed, CodeInternal:
+		return true
+	}
+	return false
+}
+
+// IsRetryable reports whether err carries a retryable fault code.
+func IsRetryable(err error) bool { return CodeOf(err).Retryable() }
+
+// Fault is a thrown failure carrying a code from the taxonomy: what the
+// calling application meets when the infrastructure breaks under an
+// execution. Branch on it with errors.As or CodeOf.
+type Fault struct {
+	Code    Code
+	Message string
+	// Props are the other own properties the thrown value carried across
+	// the wire, kept as they arrived; nil when there were none.
+	Props map[string]any
+	// Err is the cause: for a fault rebuilt by Rehydrate, the typed
+	// declared failure the message was composed by, when there is one.
+	Err error
+}
+
+// NewFault is a fault with code and message.
+func NewFault(code Code, message string) *Fault { return &Fault{Code: code, Message: message} }
+
+// Faultf is a fault wrapping err: its message is err's text, and errors.Is
+// and errors.As reach err through it.
+func Faultf(code Code, err error) *Fault {
+	return &Fault{Code: code, Message: err.Error(), Err: err}
+}
+
+func (f *Fault) Error() string {
+	if f.Message == "" && f.Err != nil {
+		return f.Err.Error()
+	}
+	return f.Message
+}
+
+// FaultCode returns f.Code.
+func (f *Fault) FaultCode() Code { return f.Code }
+
+// Unwrap returns f.Err.
+func (f *Fault) Unwrap() error { return f.Err }
+
+// RemoteError is a thrown error that crossed the wire with no code from the
+// taxonomy: a throw from user code or a rejection from a provider. It keeps
+// the message, the code it carried (if any, unknown to this build) and its
+// other own properties as they arrived. It does not implement Coded.
+type RemoteError struct {
+	Message string
+	Code    string         // the code property as it arrived, "" when absent
+	Props   map[string]any // the other own properties, nil when none
+}
+
+func (e *RemoteError) Error() string { return e.Message }
+
+// Rehydrate rebuilds the error a thrown value stood for from what crossed
+// the wire: its message, its code property and its other own properties.
+//
+// A code from the taxonomy gives a *Fault with that code, the message and
+// the props as they arrived. When the message is exactly the text a
+// declared failure of that code composes (HANDLES_CLOSED,
+// QUEUE_OVERFLOW, RESPONSE_TOO_LARGE), Fault.Err is that failure rebuilt,
+// fields included, so errors.As(err, &handlesClosed) works and
+// handlesClosed.ExecutionID is the id the text names; a message that is not
+// exactly such a text leaves Err nil rather than guess. Every result's
+// Error() is message, unchanged.
+//
+// Any other code, or none, passes through untouched as a *RemoteError that
+// keeps the message, the code and the props.
+func Rehydrate(message string, code Code, props map[string]any) error {
+	if !code.Known() {
+		return &RemoteError{Message: message, Code: string(code), Props: props}
+	}
+	f := &Fault{Code: code, Message: message, Props: props}
+	switch code {
+	case CodeHandlesClosed:
+		if id, ok := strings.CutPrefix(message, handlesClosedPrefix); ok {
+			if id, ok = strings.CutSuffix(id, handlesClosedSuffix); ok {
+				f.Err = NewHandlesClosedError(id)
+			}
+		}
+	case CodeQueueOverflow:
+		if n, ok := strings.CutPrefix(message, queueOverflowPrefix); ok {
+			if n, ok = strings.CutSuffix(n, queueOverflowSuffix); ok {
+				if bound, ok := canonicalInt(n); ok {
+					f.Err = NewQueueOverflowError(bound)
+				}
+			}
+		}
+	case CodeResponseTooLarge:
+		if rest, ok := strings.CutPrefix(message, responseTooLargePrefix); ok {
+			if rest, ok = strings.CutSuffix(rest, responseTooLargeSuffix); ok {
+				if s, l, ok := strings.Cut(rest, responseTooLargeMiddle); ok {
+					size, ok1 := canonicalInt(s)
+					limit, ok2 := canonicalInt(l)
+					if ok1 && ok2 {
+						f.Err = NewResponseTooLargeError(size, limit)
+					}
+				}
+			}
+		}
+	}
+	return f
+}
+
+// canonicalInt parses s when it is exactly how strconv.Itoa writes an int,
+// so the rebuilt error composes the same text.
+func canonicalInt(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil || strconv.Itoa(n) != s {
+		return 0, false
+	}
+	return n, true
 }

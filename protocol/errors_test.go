@@ -1,0 +1,269 @@
+package protocol
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Each test below pins one declared failure's text. The literals in the
+// tests of quoted classes are copied from executor-protocol.md with the
+// placeholders filled in.
+
+func TestExecutionTimeoutErrorText(t *testing.T) {
+	got := NewExecutionTimeoutError(30000).Error()
+	want := "Execution timed out at its 30000 ms bound. Do less work per run and return the part that is already finished."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestExecutionTimeoutMatches(t *testing.T) {
+	for text, want := range map[string]bool{
+		NewExecutionTimeoutError(30000).Error():                   true,
+		NewExecutionTimeoutError(0).Error():                       true,
+		NewExecutionTimeoutError(MaxSupportedTimeout).Error():     true,
+		"Execution timed out at its 5 ms bound.":                  true,
+		"Execution timed out at its 5 ms bound.\nmore":            true,
+		"Execution timed out":                                     false,
+		"Execution timed out.":                                    false,
+		"Execution timed out at its 5 ms bound":                   false,
+		"Execution timed out at its 5 ms bound.More":              false,
+		"Execution timed out at its -5 ms bound.":                 false,
+		"Execution timed out at its 05 ms bound.":                 false,
+		"Execution timed out at its 5.5 ms bound.":                false,
+		"Execution timed out waiting for the database.":           false,
+		" Execution timed out at its 5 ms bound.":                 false,
+		"Error: Execution timed out at its 5 ms bound.":           false,
+		"Execution ran out of memory at its 128 MB limit. Work …": false,
+	} {
+		if got := MatchesExecutionTimeout(text); got != want {
+			t.Errorf("MatchesExecutionTimeout(%q) = %v, want %v", text, got, want)
+		}
+		if got := (*ExecutionTimeoutError)(nil).Matches(text); got != want {
+			t.Errorf("Matches(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestMemoryLimitErrorText(t *testing.T) {
+	got := NewMemoryLimitError(128).Error()
+	want := "Execution ran out of memory at its 128 MB limit. Work through the data in smaller pieces and keep only what you return."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestOutboundDisabledErrorText(t *testing.T) {
+	got := NewOutboundDisabledError().Error()
+	want := "Outbound fetch is disabled for this execution. Anything this run needs from outside has to arrive through a tool call."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestModuleNotFoundErrorText(t *testing.T) {
+	got := NewModuleNotFoundError("lodash", []string{"util", "greeter"}).Error()
+	want := `Module "lodash" is not in the module map. Import one of the names it declares: greeter, util.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	got = NewModuleNotFoundError("lodash", nil).Error()
+	want = `Module "lodash" is not in the module map. Import one of the names it declares: (none).`
+	if got != want {
+		t.Errorf("empty map: got %q\nwant %q", got, want)
+	}
+}
+
+func TestModuleKeyCollisionErrorText(t *testing.T) {
+	got := NewModuleKeyCollisionError("greeter", []string{"greeter", "./greeter"}).Error()
+	want := `Module names "./greeter" and "greeter" both name the module "greeter", so the module map is ambiguous. Keep one of them, or rename the others so the names differ once a leading "./" is removed.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	got = NewModuleKeyCollisionError("greeter", []string{"greeter", "greeter"}).Error()
+	want = `Module name "greeter" appears more than once, so the module map is ambiguous. Keep one entry under that name.`
+	if got != want {
+		t.Errorf("repeated: got %q\nwant %q", got, want)
+	}
+}
+
+func TestUnsupportedModuleKindErrorText(t *testing.T) {
+	got := NewUnsupportedModuleKindError("styles", "css").Error()
+	want := `Module "styles" has the unsupported kind "css". Give each module as a source string or as an object with exactly one of js, cjs, text, json or data.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestInvalidProviderNameErrorText(t *testing.T) {
+	got := NewInvalidProviderNameError("1store").Error()
+	want := `Provider name "1store" cannot be declared, because a provider name is made of ASCII letters, digits, _ and $ and does not start with a digit. Rename the provider to a name of that form.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestKeywordProviderNameErrorText(t *testing.T) {
+	got := NewKeywordProviderNameError("class").Error()
+	want := `Provider name "class" cannot be declared, because it is an ECMAScript reserved word in strict code. Rename the provider to a name that is not a reserved word.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestReservedProviderNameErrorText(t *testing.T) {
+	got := NewReservedProviderNameError("__dispatch").Error()
+	want := `Provider name "__dispatch" is reserved by the sandbox scope for the entry scope's dispatch and codec, so a provider cannot shadow it. Rename the provider to a name the scope does not reserve.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	got = NewReservedProviderNameError("setTimeout").Error()
+	want = `Provider name "setTimeout" is reserved by the sandbox scope for a timer, so a provider cannot shadow it. Rename the provider to a name the scope does not reserve.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestDuplicateProviderNameErrorText(t *testing.T) {
+	got := NewDuplicateProviderNameError("store").Error()
+	want := `Provider name "store" is declared more than once, so the entry module cannot declare it. Merge the tools into one descriptor, or rename one of the providers.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestPayloadTooLargeErrorText(t *testing.T) {
+	for part, want := range map[PayloadPart]string{
+		PartRunAnswer:       "The run's answer is 200000 bytes, past the 131072-byte bound on one part a run sends. Return a smaller value, and fetch the rest in a later run.",
+		PartToolCall:        "The tool call is 200000 bytes, past the 131072-byte bound on one part a run sends. Pass smaller arguments, or split the call into several smaller ones.",
+		PartOutboundRequest: "The outbound request is 200000 bytes, past the 131072-byte bound on one part a run sends. Send a smaller body, or split it across several requests.",
+		PartHandleAnswer:    "The handle answer is 200000 bytes, past the 131072-byte bound on one part a run sends. Answer with a smaller response, or split it across several requests.",
+	} {
+		if got := NewPayloadTooLargeError(part, 200000, PayloadLimit).Error(); got != want {
+			t.Errorf("%s:\ngot  %q\nwant %q", part, got, want)
+		}
+	}
+}
+
+func TestCompressionAbsentErrorText(t *testing.T) {
+	got := NewCompressionAbsentError("CompressionStream").Error()
+	want := "CompressionStream is absent from this runtime by design. The host applies content coding on the wire, so work with uncompressed bytes."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestBufferGrowthAbsentErrorText(t *testing.T) {
+	got := NewBufferGrowthAbsentError("ArrayBuffer.prototype.resize").Error()
+	want := "ArrayBuffer.prototype.resize is absent from this runtime because a buffer that grows after it is created is allocated outside the memory limit this execution is metered against. Ask for the length you need when you create the buffer."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestCacheStorageAbsentErrorText(t *testing.T) {
+	got := NewCacheStorageAbsentError().Error()
+	want := "Cache storage is absent from this runtime because nothing survives an execution. Return what should persist in the result and take it back as an input on the next call."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestHandleNotFoundErrorText(t *testing.T) {
+	got := NewHandleNotFoundError("ex-1", "scheduled", []string{"fetch"}).Error()
+	want := `Execution "ex-1" has no handle named "scheduled". The granted handles are: fetch.`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestHandlesClosedErrorText(t *testing.T) {
+	err := NewHandlesClosedError("ex-1")
+	want := `Execution "ex-1" holds no handles: they were closed, expired at the idle bound, or never granted. Execute again with retainHandles to get a fresh executionId.`
+	if err.Error() != want {
+		t.Errorf("got  %q\nwant %q", err.Error(), want)
+	}
+	if CodeOf(err) != CodeHandlesClosed {
+		t.Errorf("code %q", CodeOf(err))
+	}
+}
+
+func TestQueueOverflowErrorText(t *testing.T) {
+	err := NewQueueOverflowError(64)
+	want := "The executor's queue is full at its bound of 64 waiting executions, so this one was turned away before it ran. Try it again after a short wait."
+	if err.Error() != want {
+		t.Errorf("got  %q\nwant %q", err.Error(), want)
+	}
+	if CodeOf(err) != CodeQueueOverflow || !IsRetryable(err) {
+		t.Errorf("code %q", CodeOf(err))
+	}
+}
+
+func TestResponseTooLargeErrorText(t *testing.T) {
+	err := NewResponseTooLargeError(2000000, 1048576)
+	want := "The response is 2000000 bytes, past the server's response limit of 1048576 bytes, so it was not delivered. Return less in one result or response, and fetch the rest in another call."
+	if err.Error() != want {
+		t.Errorf("got  %q\nwant %q", err.Error(), want)
+	}
+	if CodeOf(err) != CodeResponseTooLarge || IsRetryable(err) {
+		t.Errorf("code %q", CodeOf(err))
+	}
+}
+
+func TestToolNotFoundErrorText(t *testing.T) {
+	got := NewToolNotFoundError("deleteOrders").Error()
+	want := `Tool "deleteOrders" not found`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestCompletedText(t *testing.T) {
+	if want := "Execution has already completed."; CompletedText != want {
+		t.Errorf("got %q, want %q", CompletedText, want)
+	}
+}
+
+func TestOutsideEnvelopeText(t *testing.T) {
+	if want := "The dispatch answered outside the result envelope."; OutsideEnvelopeText != want {
+		t.Errorf("got %q, want %q", OutsideEnvelopeText, want)
+	}
+	if ErrOutsideEnvelope.Error() != OutsideEnvelopeText {
+		t.Errorf("ErrOutsideEnvelope reads %q", ErrOutsideEnvelope)
+	}
+}
+
+func TestConsoleCaptureMessage(t *testing.T) {
+	want := "Console output stopped at this run's 65536-byte capture bound, so the rest of its logging is dropped. The run goes on, and its result still returns."
+	if ConsoleCaptureMessage != want {
+		t.Errorf("got  %q\nwant %q", ConsoleCaptureMessage, want)
+	}
+	if !strings.Contains(ConsoleCaptureMessage, " "+strconv.Itoa(ConsoleCaptureLimit)+"-byte ") {
+		t.Error("the message does not name ConsoleCaptureLimit")
+	}
+}
+
+// TestDeclaredFailureGrammar checks the shape every unquoted text shares:
+// exactly two sentences, the second saying what remains possible.
+func TestDeclaredFailureGrammar(t *testing.T) {
+	for _, err := range []error{
+		NewModuleKeyCollisionError("a", []string{"a", "./a"}),
+		NewUnsupportedModuleKindError("a", "css"),
+		NewInvalidProviderNameError("1a"),
+		NewKeywordProviderNameError("let"),
+		NewReservedProviderNameError("console"),
+		NewDuplicateProviderNameError("a"),
+		NewPayloadTooLargeError(PartToolCall, 2, 1),
+		NewQueueOverflowError(1),
+		NewResponseTooLargeError(2, 1),
+		&InvalidTimeoutError{Millis: -1},
+		errors.New(ConsoleCaptureMessage),
+	} {
+		text := err.Error()
+		if n := strings.Count(text, ". "); n != 1 || !strings.HasSuffix(text, ".") {
+			t.Errorf("%T: not two sentences: %q", err, text)
+		}
+	}
+}
