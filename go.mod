@@ -1,6 +1,6 @@
 module github.com/supolka/codemode-gateway
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/coder/websocket v1.8.15 // indirect
@@ -9,9 +9,11 @@ require (
 	github.com/evanw/esbuild v0.28.2 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect
 	github.com/go-sourcemap/sourcemap v2.1.3+incompatible // indirect
+	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/google/pprof v0.0.0-20230207041349-798e818bf904 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	golang.org/x/sys v0.0.0-20220722155257-8c9f86f7a55f // indirect
 	golang.org/x/text v0.3.8 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )

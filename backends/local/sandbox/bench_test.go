@@ -1,0 +1,76 @@
+package sandbox
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// instantHost answers every tool call at once with a fixed envelope.
+type instantHost struct{}
+
+func (instantHost) Dispatch(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+	return `{"result":{"id":"o1","total":42}}`, nil
+}
+
+func (instantHost) Outbound(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	return protocol.OutboundResponse{}, context.Canceled
+}
+
+// BenchmarkRunTrivial is one whole in-process run of async () => 1: fresh
+// runtime, bootstrap, entry (compiled once, then cached), result.
+func BenchmarkRunTrivial(b *testing.B) {
+	j := job("async () => 1")
+	for b.Loop() {
+		r := Run(context.Background(), j, nil)
+		if r.ResultJSON != "1" {
+			b.Fatalf("%+v", r)
+		}
+	}
+}
+
+// BenchmarkRunTrivialUncached is BenchmarkRunTrivial with a program the
+// compile cache has never seen, so each run parses and compiles its entry.
+func BenchmarkRunTrivialUncached(b *testing.B) {
+	i := 0
+	for b.Loop() {
+		i++
+		r := Run(context.Background(), job("async () => "+strconv.Itoa(i)), nil)
+		if r.ResultJSON != strconv.Itoa(i) {
+			b.Fatalf("%+v", r)
+		}
+	}
+}
+
+// BenchmarkRunTenToolCalls is one run making ten awaited tool calls through
+// a provider proxy, the host answering at once on its own goroutine.
+func BenchmarkRunTenToolCalls(b *testing.B) {
+	j := job(`async () => {
+  let total = 0
+  for (let i = 0; i < 10; i++) total += (await store.getOrder({ id: 'o' + i })).total
+  return total
+}`)
+	j.Providers = []protocol.ProviderDescriptor{{Name: "store", Tools: []string{"getOrder"}}}
+	j.HasDispatch = true
+	for b.Loop() {
+		r := Run(context.Background(), j, instantHost{})
+		if r.ResultJSON != "420" {
+			b.Fatalf("%+v", r)
+		}
+	}
+}
+
+// BenchmarkRunWithImport is a run whose entry imports a module, so the
+// entry goes through esbuild once and the module is cached.
+func BenchmarkRunWithImport(b *testing.B) {
+	j := job("import { greet } from 'greeter'\nasync () => greet('ada')")
+	j.Modules = greeter
+	for b.Loop() {
+		r := Run(context.Background(), j, nil)
+		if r.ResultJSON != `"hello ada"` {
+			b.Fatalf("%+v", r)
+		}
+	}
+}

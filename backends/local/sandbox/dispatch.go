@@ -1,0 +1,84 @@
+package sandbox
+
+import (
+	"errors"
+
+	"github.com/dop251/goja"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// dispatch is __dispatch(provider, tool, argsJson): a promise for the
+// envelope JSON. The host call runs on its own goroutine; its answer is
+// queued back onto the loop.
+func (s *session) dispatch(call goja.FunctionCall) goja.Value {
+	provider := call.Argument(0).String()
+	tool := call.Argument(1).String()
+	args := ""
+	if a := call.Argument(2); !goja.IsUndefined(a) && !goja.IsNull(a) {
+		args = a.String()
+	}
+	p, resolve, reject := s.vm.NewPromise()
+	size := protocol.ToolCallWireSize(provider, tool, args)
+	switch {
+	case s.completed:
+		s.mustSettle(resolve(protocol.ErrorEnvelope(protocol.CompletedText)))
+	case size > protocol.PayloadLimit:
+		s.mustSettle(reject(s.newError(protocol.NewPayloadTooLargeError(protocol.PartToolCall, size, protocol.PayloadLimit).Error())))
+	case !s.job.HasDispatch || s.host == nil:
+		s.mustSettle(resolve(protocol.ErrorEnvelope(protocol.NewToolNotFoundError(tool).Error())))
+	default:
+		s.open++
+		send := func() {
+			s.hostCalls++
+			go func() {
+				text, err := s.callHost(provider, tool, args)
+				s.post(func() {
+					s.open--
+					s.hostCalls--
+					if len(s.queued) > 0 {
+						next := s.queued[0]
+						s.queued[0] = nil
+						s.queued = s.queued[1:]
+						next()
+					}
+					if s.completed {
+						return
+					}
+					var rerr error
+					if err != nil {
+						rerr = reject(s.newError(err.Error()))
+					} else {
+						rerr = resolve(text)
+					}
+					if rerr != nil {
+						s.stop(rerr)
+					}
+				})
+			}()
+		}
+		if s.hostCalls >= MaxConcurrentHostCalls {
+			s.queued = append(s.queued, send)
+		} else {
+			send()
+		}
+	}
+	return s.vm.ToValue(p)
+}
+
+// mustSettle passes on an uncatchable error from settling a promise inside a
+// host function, where goja expects it as a panic.
+func (s *session) mustSettle(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// callHost runs Host.Dispatch and turns a panic in it into an error.
+func (s *session) callHost(provider, tool, args string) (text string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			text, err = "", errors.New(InternalErrorText)
+		}
+	}()
+	return s.host.Dispatch(s.ctx, provider, tool, args)
+}

@@ -1,0 +1,487 @@
+package sandbox
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// Bounds the sandbox holds every run to, beside the contract's own.
+const (
+	// MaxSourceBytes bounds the program and each module-map source, in
+	// bytes, before anything parses them.
+	MaxSourceBytes = 1 << 20
+	// MaxNesting bounds how deep brackets nest in any source, checked
+	// before parsing: goja's parser dies with a fatal Go stack overflow
+	// on source nested a few hundred thousand deep.
+	MaxNesting = 1000
+	// MaxCallStackSize is goja's call-depth limit. Without one, recursion
+	// that passes through a builtin overflows the Go stack and kills the
+	// process; with one, the uninterruptible unwind of such recursion
+	// grows with the square of the limit. Measured on 2 vCPUs through
+	// Array.prototype.map, a getter and a Proxy trap: at most 60 ms at
+	// 1000 frames, 200 ms at 2000, 450 ms at 3000.
+	MaxCallStackSize = 1000
+	// MaxConcurrentHostCalls bounds the tool calls of one run that are at
+	// the host at once; later calls wait their turn in order. A program
+	// that fires a million calls with Promise.all then costs a queue, not
+	// a million goroutines.
+	MaxConcurrentHostCalls = 64
+)
+
+// InternalErrorText is the envelope error when the sandbox itself broke (a
+// Go panic inside the run); the program may not be at fault.
+const InternalErrorText = "The executor broke while running this program, through no fault the program can fix. Run it again."
+
+// StackOverflowText is the envelope error of a run that recursed past
+// MaxCallStackSize frames. JavaScript cannot catch it.
+const StackOverflowText = "Maximum call stack size exceeded"
+
+//go:embed bootstrap.js
+var bootstrapSource string
+
+var bootstrapProgram = func() *goja.Program {
+	prg, err := parseAndCompile("bootstrap.js", bootstrapSource, true)
+	if err != nil {
+		panic("sandbox: bootstrap.js does not compile: " + err.Error())
+	}
+	return prg
+}()
+
+// The values the run's interrupts carry, so the loop knows why goja stopped.
+type (
+	interruptTimeout struct{}
+	interruptCancel  struct{}
+)
+
+// session is the state of one run. Everything in it is touched only by the
+// goroutine that called Run (the loop), except tasks and done.
+type session struct {
+	ctx  context.Context // cancelled when Run returns
+	job  Job
+	host Host
+	vm   *goja.Runtime
+
+	tasks chan func() // host answers, queued back onto the loop
+	done  chan struct{}
+
+	clock  *runClock
+	timers timerQueue
+	open   int // host calls in flight, queued ones included
+	// hostCalls counts the calls with a goroutine at the host; the rest
+	// wait in queued, in the order they were made.
+	hostCalls int
+	queued    []func()
+
+	modules   protocol.ModuleMap
+	declared  []string
+	instances map[string]*goja.Object
+
+	// From bootstrap.js.
+	start     goja.Callable
+	makeError goja.Callable
+	messageOf goja.Callable
+	jsonParse goja.Callable
+	bytesOf   goja.Callable
+	require   *goja.Object
+
+	completed bool // the entry settled
+	result    protocol.ExecuteResult
+	fatal     string // why the run stopped before settling, when it did
+	stopped   bool
+
+	logBytes int
+	logsFull bool
+}
+
+func run(parent context.Context, job Job, host Host) *protocol.ExecuteResult {
+	fail := func(text string) *protocol.ExecuteResult {
+		return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}
+	}
+	if err := protocol.ValidateProviders(job.Providers); err != nil {
+		return fail(err.Error())
+	}
+	modules, err := protocol.NormalizeModuleMap(job.Modules)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if text := checkSource("program", job.Code); text != "" {
+		return fail(text)
+	}
+	names := modules.Names()
+	for _, name := range names {
+		if m := modules[name]; m.Kind == protocol.KindJS || m.Kind == protocol.KindCJS {
+			if text := checkSource("module "+strconv.Quote(name), m.Source); text != "" {
+				return fail(text)
+			}
+		}
+	}
+	for _, p := range job.Providers {
+		for _, src := range []string{p.Prelude, p.ProxySource} {
+			if text := checkSource("provider "+strconv.Quote(p.Name), src); text != "" {
+				return fail(text)
+			}
+		}
+	}
+
+	entry := compileEntry(buildEntry(job.Code, job.Providers))
+	if entry.err != "" {
+		return fail(entry.err)
+	}
+	if text := resolveStaticImports(entry.imports, modules, names); text != "" {
+		return fail(text)
+	}
+
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	s := &session{
+		ctx:       ctx,
+		job:       job,
+		host:      host,
+		tasks:     make(chan func(), 16),
+		done:      make(chan struct{}),
+		modules:   modules,
+		declared:  names,
+		instances: map[string]*goja.Object{},
+	}
+	defer close(s.done)
+	s.result.Logs = []protocol.LogLine{}
+	s.vm = goja.New()
+	s.vm.SetParserOptions(parser.WithDisableSourceMaps)
+	s.vm.SetMaxCallStackSize(MaxCallStackSize)
+
+	s.clock = newRunClock(time.Duration(s.bound())*time.Millisecond, job.CountHostWaits, func() {
+		s.vm.Interrupt(interruptTimeout{})
+	})
+	defer s.clock.stop()
+	stopCancel := context.AfterFunc(parent, func() { s.vm.Interrupt(interruptCancel{}) })
+	defer stopCancel()
+
+	s.clock.resume()
+	if !s.install() {
+		return s.finish()
+	}
+	wrapper, err := s.vm.RunProgram(entry.program)
+	if err != nil {
+		s.stop(err)
+		return s.finish()
+	}
+	if _, err := s.start(goja.Undefined(), wrapper, s.require); err != nil {
+		s.stop(err)
+		return s.finish()
+	}
+	s.loop()
+	return s.finish()
+}
+
+// checkSource applies MaxSourceBytes and MaxNesting to one source and
+// returns the envelope text when it fails either.
+func checkSource(what, src string) string {
+	if len(src) > MaxSourceBytes {
+		return "The " + what + " is " + strconv.Itoa(len(src)) + " bytes, past the sandbox's " +
+			strconv.Itoa(MaxSourceBytes) + "-byte bound on one source. Send less code, and move what is shared into the module map."
+	}
+	if line := maxNestingExceeded(src, MaxNesting); line > 0 {
+		return "The " + what + " nests brackets more than " + strconv.Itoa(MaxNesting) +
+			" deep (line " + strconv.Itoa(line) + "), past what the sandbox parses. Flatten that code and run it again."
+	}
+	return ""
+}
+
+// install builds the sandbox scope in the fresh runtime: timers, the
+// bootstrap's console, queueMicrotask and codec, and the module loader.
+func (s *session) install() bool {
+	g := s.vm.GlobalObject()
+	// goja's own constructor for wrapped Go errors has no place here.
+	_ = g.Delete("GoError")
+	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
+		"setTimeout":    s.setTimer(false),
+		"setInterval":   s.setTimer(true),
+		"clearTimeout":  s.clearTimer,
+		"clearInterval": s.clearTimer,
+	} {
+		if err := g.Set(name, s.function(name, fn)); err != nil {
+			s.stop(err)
+			return false
+		}
+	}
+	host := s.vm.NewObject()
+	natives := map[string]func(goja.FunctionCall) goja.Value{
+		"capture":            s.capture,
+		"settle":             s.settle,
+		"uncaught":           s.uncaught,
+		"dispatch":           s.dispatch,
+		"encodeBase64Bytes":  s.encodeBase64,
+		"decodeBase64Buffer": s.decodeBase64,
+		"parseDispatchText":  s.parseDispatchText,
+	}
+	for name, fn := range natives {
+		_ = host.Set(name, s.function(name, fn))
+	}
+	_ = host.Set("binaryTag", protocol.BinaryTag)
+	fnv, err := s.vm.RunProgram(bootstrapProgram)
+	if err != nil {
+		s.stop(err)
+		return false
+	}
+	boot, _ := goja.AssertFunction(fnv)
+	out, err := boot(goja.Undefined(), host)
+	if err != nil {
+		s.stop(err)
+		return false
+	}
+	obj := out.ToObject(s.vm)
+	s.start, _ = goja.AssertFunction(obj.Get("start"))
+	s.makeError, _ = goja.AssertFunction(obj.Get("makeError"))
+	s.messageOf, _ = goja.AssertFunction(obj.Get("messageOf"))
+	s.jsonParse, _ = goja.AssertFunction(obj.Get("jsonParse"))
+	s.bytesOf, _ = goja.AssertFunction(obj.Get("bytesOf"))
+	s.require = s.function("require", s.requireModule)
+	return true
+}
+
+// function makes a host function the guest can call. Its name is set
+// explicitly (goja would otherwise name it after the Go symbol), and a Go
+// panic inside it becomes a plain JavaScript Error instead of unwinding
+// through goja, while goja's own throws (JavaScript exceptions, interrupts,
+// stack overflows) pass.
+func (s *session) function(name string, fn func(goja.FunctionCall) goja.Value) *goja.Object {
+	obj := s.vm.ToValue(s.guard(fn)).ToObject(s.vm)
+	_ = obj.DefineDataProperty("name", s.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	return obj
+}
+
+func (s *session) guard(fn func(goja.FunctionCall) goja.Value) func(goja.FunctionCall) goja.Value {
+	return func(call goja.FunctionCall) goja.Value {
+		defer func() {
+			if r := recover(); r != nil {
+				switch r.(type) {
+				case goja.Value, *goja.Exception, *goja.InterruptedError, *goja.StackOverflowError:
+					panic(r)
+				}
+				panic(s.newError(InternalErrorText))
+			}
+		}()
+		return fn(call)
+	}
+}
+
+// newError builds a plain Error with message text, through the Error
+// constructor the bootstrap captured.
+func (s *session) newError(text string) goja.Value {
+	v, err := s.makeError(goja.Undefined(), s.vm.ToValue(text))
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// stop ends the run because a call into the runtime failed in a way
+// JavaScript could not catch: an interrupt, a stack overflow, or an
+// exception nobody was left to catch (a timer callback's).
+func (s *session) stop(err error) {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	var ie *goja.InterruptedError
+	var so *goja.StackOverflowError
+	var ex *goja.Exception
+	switch {
+	case errors.As(err, &ie):
+		switch ie.Value().(type) {
+		case interruptTimeout:
+			s.fatal = s.timeoutText()
+		default:
+			s.fatal = s.cancelText()
+		}
+	case errors.As(err, &so):
+		s.fatal = StackOverflowText
+	case errors.As(err, &ex):
+		s.fatal = s.textOf(ex.Value())
+	default:
+		s.fatal = InternalErrorText
+	}
+}
+
+// bound is the run's bound in milliseconds: Job.TimeoutMs, read as
+// DefaultTimeout when it is not positive and held to MaxSupportedTimeout.
+func (s *session) bound() int64 {
+	switch b := s.job.TimeoutMs; {
+	case b <= 0:
+		return protocol.DefaultTimeout
+	case b > protocol.MaxSupportedTimeout:
+		return protocol.MaxSupportedTimeout
+	default:
+		return b
+	}
+}
+
+func (s *session) timeoutText() string {
+	return protocol.NewExecutionTimeoutError(s.bound()).Error()
+}
+
+// cancelText is the envelope error of a run whose context ended: the
+// cause's text (a MemoryLimitError from the worker's watchdog, say).
+func (s *session) cancelText() string {
+	if cause := context.Cause(s.ctx); cause != nil {
+		return cause.Error()
+	}
+	return context.Canceled.Error()
+}
+
+// textOf is the envelope text of a thrown value, computed the way the
+// bootstrap computes it for a rejection.
+func (s *session) textOf(v goja.Value) string {
+	if s.messageOf == nil || v == nil {
+		return InternalErrorText
+	}
+	out, err := s.messageOf(goja.Undefined(), v)
+	if err != nil {
+		return InternalErrorText
+	}
+	return out.String()
+}
+
+// loop runs the event loop until the entry settles or the run stops.
+func (s *session) loop() {
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
+	defer wait.Stop()
+	for !s.completed && !s.stopped {
+		// The run clock stops while the only work in flight is a host call,
+		// unless host waits count.
+		if s.open > 0 {
+			s.clock.pause()
+		} else {
+			s.clock.resume()
+		}
+		var waitC <-chan time.Time
+		if t := s.timers.peek(); t != nil {
+			if d := time.Until(t.when); d > 0 {
+				wait.Reset(d)
+				waitC = wait.C
+			} else {
+				// Due now: still go through the select, so that a storm of
+				// due timers cannot starve the bound or the context.
+				waitC = alwaysReady
+			}
+		}
+		select {
+		case task := <-s.tasks:
+			s.clock.resume()
+			task()
+		case <-waitC:
+			s.clock.resume()
+			s.fireTimers()
+		case <-s.clock.expired:
+			s.stopped = true
+			s.fatal = s.timeoutText()
+		case <-s.ctx.Done():
+			s.stopped = true
+			s.fatal = s.cancelText()
+		}
+		wait.Stop()
+	}
+}
+
+// alwaysReady is a closed channel: a receive from it never blocks.
+var alwaysReady = func() chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// post queues fn onto the loop from another goroutine; it is dropped once
+// the run has returned.
+func (s *session) post(fn func()) {
+	select {
+	case s.tasks <- fn:
+	case <-s.done:
+	}
+}
+
+// finish composes the result envelope.
+func (s *session) finish() *protocol.ExecuteResult {
+	res := s.result
+	if !s.completed {
+		res.ResultJSON = ""
+		res.Error = s.fatal
+		res.HasError = true
+		if res.Error == "" {
+			res.Error = InternalErrorText
+		}
+	}
+	if size := protocol.RunAnswerWireSize(&res); res.HasError && size > protocol.PayloadLimit {
+		res.Error = protocol.NewPayloadTooLargeError(protocol.PartRunAnswer, size, protocol.PayloadLimit).Error()
+	}
+	return &res
+}
+
+// settle records how the entry settled: settle(true, json) with the
+// result's codec text (undefined for no value), settle(false, text) with the
+// thrown message.
+func (s *session) settle(call goja.FunctionCall) goja.Value {
+	if s.completed || s.stopped {
+		return goja.Undefined()
+	}
+	s.completed = true
+	ok := call.Argument(0).ToBoolean()
+	v := call.Argument(1)
+	if ok {
+		if goja.IsUndefined(v) {
+			// JSON.stringify gives undefined for undefined, functions and
+			// symbols: the run produced no value.
+			return goja.Undefined()
+		}
+		text := v.String()
+		if size := protocol.RunAnswerWireSize(&protocol.ExecuteResult{ResultJSON: text}); size > protocol.PayloadLimit {
+			s.result.HasError = true
+			s.result.Error = protocol.NewPayloadTooLargeError(protocol.PartRunAnswer, size, protocol.PayloadLimit).Error()
+			return goja.Undefined()
+		}
+		s.result.ResultJSON = text
+		return goja.Undefined()
+	}
+	s.result.HasError = true
+	s.result.Error = v.String()
+	return goja.Undefined()
+}
+
+// uncaught ends the run with the message of an exception nobody could
+// catch (a queueMicrotask callback's), interrupting the job drain it was
+// thrown in.
+func (s *session) uncaught(call goja.FunctionCall) goja.Value {
+	if s.completed || s.stopped {
+		return goja.Undefined()
+	}
+	s.stopped = true
+	s.fatal = call.Argument(0).String()
+	s.vm.Interrupt(interruptCancel{})
+	return goja.Undefined()
+}
+
+// capture records one console line, charging its wire size against
+// ConsoleCaptureLimit. The line that meets the bound is dropped whole and
+// one warn line with ConsoleCaptureMessage takes the place of the rest.
+func (s *session) capture(call goja.FunctionCall) goja.Value {
+	if s.logsFull {
+		return goja.Undefined()
+	}
+	line := protocol.LogLine{Level: protocol.LogLevel(call.Argument(0).String()), Text: call.Argument(1).String()}
+	size := protocol.LogLineWireSize(line)
+	if s.logBytes+size >= protocol.ConsoleCaptureLimit {
+		s.logsFull = true
+		s.result.Logs = append(s.result.Logs, protocol.LogLine{Level: protocol.LogLevelWarn, Text: protocol.ConsoleCaptureMessage})
+		return goja.Undefined()
+	}
+	s.logBytes += size
+	s.result.Logs = append(s.result.Logs, line)
+	return goja.Undefined()
+}

@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"context"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// Job is everything one run needs, in a form that crosses a pipe as JSON.
+// The caller has already resolved defaults: every field is final.
+type Job struct {
+	Code      string                        `json:"code"`
+	Providers []protocol.ProviderDescriptor `json:"providers,omitempty"`
+	// HasDispatch is false when the request carries no tools: every tool
+	// call then gets ToolNotFoundError's text without reaching the host.
+	HasDispatch bool               `json:"hasDispatch"`
+	Modules     protocol.ModuleMap `json:"modules,omitempty"`
+	// TimeoutMs is the resolved run bound, measured on the run clock.
+	TimeoutMs int64 `json:"timeoutMs"`
+	// CountHostWaits restores the wall clock: host waits spend the bound.
+	CountHostWaits bool `json:"countHostWaits"`
+	// MemoryLimitMB is the limit named in the memory text.
+	MemoryLimitMB int                   `json:"memoryLimitMB"`
+	OutboundMode  protocol.OutboundMode `json:"outboundMode"`
+}
+
+// Host is what a run reaches outside the sandbox. Both methods are called
+// from their own goroutine and may block for as long as the host takes; the
+// run's event loop keeps going meanwhile.
+type Host interface {
+	// Dispatch sends one tool call, already measured against PayloadLimit,
+	// and returns the envelope JSON.
+	Dispatch(ctx context.Context, provider, tool, argsJSON string) (string, error)
+	// Outbound performs one request of the stub mode (the caller's function).
+	Outbound(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error)
+}
+
+// Run executes job and returns its result envelope. Declared failures and
+// user errors are inside the envelope. Cancelling ctx interrupts the run; if
+// context.Cause(ctx) is an error of the protocol package (a MemoryLimitError
+// from a watchdog, say) its text becomes the envelope's error.
+//
+// Run never panics on any input: a Go panic inside the run is recovered and
+// reported as InternalErrorText. It returns when the entry settles, the
+// bound passes or ctx ends, without waiting for host calls still open; their
+// context is cancelled and their answers are dropped.
+func Run(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}
+		}
+	}()
+	return run(ctx, job, host)
+}
