@@ -120,5 +120,10 @@
 // What the sandbox cannot stop alone: Go code inside a builtin (a
 // backtracking regex, JSON.stringify of huge data, a huge join) ignores the
 // interrupt, and memory is unaccounted. The worker process around it holds
-// those bounds. fetch is not installed yet.
+// those bounds.
+//
+// The web platform (fetch with the outbound setting, Request, Response,
+// Headers, URL, AbortController, TextEncoder, crypto, structuredClone and
+// the declared absences) comes from backends/local/webplatform, installed
+// with the session as its event loop.
 package sandbox

@@ -243,6 +243,10 @@ func (s *session) install() bool {
 	s.jsonParse, _ = goja.AssertFunction(obj.Get("jsonParse"))
 	s.bytesOf, _ = goja.AssertFunction(obj.Get("bytesOf"))
 	s.require = s.function("require", s.requireModule)
+	if err := s.installWebPlatform(); err != nil {
+		s.stop(err)
+		return false
+	}
 	return true
 }
 

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 
+	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -22,6 +23,11 @@ type Job struct {
 	// MemoryLimitMB is the limit named in the memory text.
 	MemoryLimitMB int                   `json:"memoryLimitMB"`
 	OutboundMode  protocol.OutboundMode `json:"outboundMode"`
+	// Native configures fetch in the native mode: the operator's veto, the
+	// address deny list, the response cap, redirects, the per-request
+	// timeout. The zero value allows native fetch with the default deny
+	// list.
+	Native webplatform.NativeOptions `json:"native"`
 }
 
 // Host is what a run reaches outside the sandbox. Both methods are called

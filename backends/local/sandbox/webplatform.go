@@ -1,0 +1,38 @@
+package sandbox
+
+import (
+	"context"
+
+	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+)
+
+// The session is the web platform's event loop: fetch, timers behind
+// AbortSignal.timeout and crypto run their work through these.
+
+// Post runs fn on the loop goroutine.
+func (s *session) Post(fn func()) { s.post(fn) }
+
+// Context is the run's context, cancelled when the run ends.
+func (s *session) Context() context.Context { return s.ctx }
+
+// Stop ends the run with err's text.
+func (s *session) Stop(err error) { s.stop(err) }
+
+// HostWait brackets a wait on the caller's outbound function: while it is
+// open (and nothing else runs) the run clock stops, as for a tool call.
+// Called on the loop goroutine; so is the done function it returns.
+func (s *session) HostWait() func() {
+	s.open++
+	return func() { s.open-- }
+}
+
+// installWebPlatform installs fetch and the rest of the web platform, with
+// the outbound setting of the job.
+func (s *session) installWebPlatform() error {
+	cfg := webplatform.Config{Mode: s.job.OutboundMode, Native: s.job.Native}
+	if s.host != nil {
+		cfg.Stub = s.host.Outbound
+	}
+	_, err := webplatform.Install(s.vm, s, cfg)
+	return err
+}

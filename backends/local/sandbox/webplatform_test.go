@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+type slowStub struct{ fakeHost }
+
+func (h *slowStub) Outbound(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	time.Sleep(300 * time.Millisecond)
+	return protocol.OutboundResponse{Status: 200, Body: []byte("slow " + req.URL)}, nil
+}
+
+// The web platform, installed into a real run: the contract's declared
+// absences example, the disabled text, and the run-clock rows of the
+// outbound setting.
+func TestWebPlatformContractExample(t *testing.T) {
+	res := Run(context.Background(), job(`async () => [typeof caches, typeof CompressionStream, typeof WebSocket]`), &fakeHost{})
+	if res.HasError || res.ResultJSON != `["object","function","undefined"]` {
+		t.Fatalf("%+v", res)
+	}
+	res = Run(context.Background(), job(`async () => { try { await fetch('https://x/') } catch (e) { return e.message } }`), &fakeHost{})
+	if res.ResultJSON != `"`+protocol.NewOutboundDisabledError().Error()+`"` {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestWebPlatformStubStopsTheClock(t *testing.T) {
+	j := job(`async () => (await fetch('https://x/a')).text()`)
+	j.OutboundMode = protocol.OutboundStub
+	j.TimeoutMs = 100
+	res := Run(context.Background(), j, &slowStub{})
+	if res.HasError || res.ResultJSON != `"slow https://x/a"` {
+		t.Fatalf("%+v", res)
+	}
+	j.CountHostWaits = true
+	res = Run(context.Background(), j, &slowStub{})
+	if !res.HasError || !strings.HasPrefix(res.Error, "Execution timed out") {
+		t.Fatalf("wall clock: %+v", res)
+	}
+}
+
+func TestWebPlatformNativeSpendsTheBound(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	j := job(`async () => (await fetch('` + srv.URL + `')).status`)
+	j.OutboundMode = protocol.OutboundNative
+	j.TimeoutMs = 100
+	j.Native = webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	res := Run(context.Background(), j, &fakeHost{})
+	if !res.HasError || !strings.HasPrefix(res.Error, "Execution timed out") {
+		t.Fatalf("%+v", res)
+	}
+	j.TimeoutMs = 5000
+	res = Run(context.Background(), j, &fakeHost{})
+	if res.HasError || res.ResultJSON != "200" {
+		t.Fatalf("%+v", res)
+	}
+	// Without the allowance, the default deny list keeps loopback out.
+	j.Native = webplatform.NativeOptions{}
+	j.Code = `async () => { try { await fetch('` + srv.URL + `') } catch (e) { return e.message } }`
+	res = Run(context.Background(), j, &fakeHost{})
+	if !strings.Contains(res.ResultJSON, "does not reach") {
+		t.Fatalf("default deny: %+v", res)
+	}
+}
+
+func TestWebPlatformForAwaitBody(t *testing.T) {
+	j := job(`async () => { const r = await fetch('https://x/a'); let s = ''; for await (const c of r.body) s += new TextDecoder().decode(c); return s }`)
+	j.OutboundMode = protocol.OutboundStub
+	res := Run(context.Background(), j, &slowStub{})
+	if res.HasError || res.ResultJSON != `"slow https://x/a"` {
+		t.Fatalf("%+v", res)
+	}
+}
