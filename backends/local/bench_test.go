@@ -1,0 +1,140 @@
+package local
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// The benchmarks compare the pool at its default size with sandbox.Run in
+// plain goroutines, at the same concurrency (the pool's size), so their
+// ratio is the cost of isolation. Each reports executions per second and
+// p50/p99 latency.
+
+const benchTenCalls = `async () => {
+  let sum = 0
+  for (let i = 0; i < 10; i++) sum += (await store.get(i)).n
+  return sum
+}`
+
+var benchProviders = []protocol.ProviderDescriptor{{Name: "store", Tools: []string{"get"}}}
+
+func benchDispatch(ctx context.Context, provider, tool, args string) (string, error) {
+	return `{"result":{"n":1}}`, nil
+}
+
+// directHost is the in-process Host: it calls the dispatch function itself.
+type directHost struct{}
+
+func (directHost) Dispatch(ctx context.Context, provider, tool, args string) (string, error) {
+	return benchDispatch(ctx, provider, tool, args)
+}
+
+func (directHost) Outbound(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	return protocol.OutboundResponse{}, nil
+}
+
+// measure runs op from size goroutines b.N times in all and reports
+// throughput and latency percentiles.
+func measure(b *testing.B, size int, op func() error) {
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, b.N)
+	next := make(chan struct{}, b.N)
+	for range b.N {
+		next <- struct{}{}
+	}
+	close(next)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range size {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range next {
+				t0 := time.Now()
+				if err := op(); err != nil {
+					b.Error(err)
+					return
+				}
+				d := time.Since(t0)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return
+	}
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "exec/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+func checkResult(res *protocol.ExecuteResult, want string) error {
+	if res.HasError || res.ResultJSON != want {
+		return &benchError{res}
+	}
+	return nil
+}
+
+type benchError struct{ res *protocol.ExecuteResult }
+
+func (e *benchError) Error() string { return "unexpected result: " + e.res.ResultJSON + e.res.Error }
+
+func benchPool(b *testing.B, req *protocol.ExecuteRequest, want string) {
+	e := newPool(b, Options{})
+	// Warm every worker before measuring.
+	for range 2 * e.opts.PoolSize {
+		if _, err := e.Execute(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	measure(b, e.opts.PoolSize, func() error {
+		res, err := e.Execute(context.Background(), req)
+		if err != nil {
+			return err
+		}
+		return checkResult(res, want)
+	})
+}
+
+func benchInProcess(b *testing.B, job sandbox.Job, want string) {
+	measure(b, runtime.NumCPU(), func() error {
+		return checkResult(sandbox.Run(context.Background(), job, directHost{}), want)
+	})
+}
+
+// BenchmarkPoolTrivial: async () => 1, through the pool and in-process.
+func BenchmarkPoolTrivial(b *testing.B) {
+	b.Run("pool", func(b *testing.B) {
+		benchPool(b, &protocol.ExecuteRequest{Code: "async () => 1"}, "1")
+	})
+	b.Run("in-process", func(b *testing.B) {
+		benchInProcess(b, sandbox.Job{Code: "async () => 1", TimeoutMs: protocol.DefaultTimeout,
+			MemoryLimitMB: protocol.DefaultMemoryLimitMB, OutboundMode: protocol.OutboundNative}, "1")
+	})
+}
+
+// BenchmarkPoolTenToolCalls: ten awaited tool calls, through the pool (each
+// call crosses the pipe twice) and in-process.
+func BenchmarkPoolTenToolCalls(b *testing.B) {
+	b.Run("pool", func(b *testing.B) {
+		benchPool(b, &protocol.ExecuteRequest{Code: benchTenCalls, Providers: benchProviders, Dispatch: benchDispatch}, "10")
+	})
+	b.Run("in-process", func(b *testing.B) {
+		benchInProcess(b, sandbox.Job{Code: benchTenCalls, Providers: benchProviders, HasDispatch: true,
+			TimeoutMs: protocol.DefaultTimeout, MemoryLimitMB: protocol.DefaultMemoryLimitMB, OutboundMode: protocol.OutboundNative}, "10")
+	})
+}

@@ -1,0 +1,19 @@
+package local
+
+import (
+	"testing"
+
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/executortest"
+)
+
+// TestConformance runs the executor conformance suite against the pool,
+// the same suite backends/remote runs through the wire.
+func TestConformance(t *testing.T) {
+	ex, err := New(Options{PoolSize: 2, QueueBound: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	executortest.Run(t, func(*testing.T) protocol.Executor { return ex })
+}

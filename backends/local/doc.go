@@ -1,0 +1,52 @@
+// Package local is the in-process executor of the contract: it runs each
+// program in a fresh goja runtime (package sandbox) inside a pool of worker
+// processes, and enforces every bound from outside the runtime as well as
+// inside it.
+//
+// # Use
+//
+//	func main() {
+//		local.RunWorkerIfRequested() // first line: a worker never returns from it
+//		ex, err := local.New(local.Options{PoolSize: 4})
+//		...
+//		defer ex.Close()
+//		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 1"})
+//	}
+//
+// A worker is this same binary re-executed (Options.WorkerCommand names
+// another): the pool starts it with a marker in its environment, and
+// RunWorkerIfRequested then serves jobs over stdin and stdout and exits
+// instead of returning. The two sides speak length-prefixed JSON frames
+// (job, host calls and their answers, result); a frame the parent cannot
+// read kills that worker. Tool calls and stub-mode outbound requests cross
+// the pipe, and the parent calls the request's functions with a context
+// that ends with the execution.
+//
+// # Bounds
+//
+// Each worker runs one execution at a time, so the process's numbers are
+// the execution's numbers. The bounds are layered:
+//
+//   - run clock: the sandbox's own clock reports the timeout; the parent
+//     keeps a copy (while a host call is open it counts only the worker's
+//     CPU time) and kills the worker at the deadline plus Options.KillGrace,
+//     which stops Go code goja's interrupt cannot reach.
+//   - memory: a heap watchdog inside the worker cancels the run with the
+//     memory text; RLIMIT_AS refuses one huge allocation (the runtime dies
+//     with "out of memory"); debug.SetMemoryLimit keeps RSS near the live
+//     heap; the parent polls RSS and kills past the limit. Each reports
+//     MemoryLimitError's text.
+//   - queue: at most Options.QueueBound executions wait for a worker; the
+//     next one fails at once with QUEUE_OVERFLOW.
+//
+// # Faults
+//
+// A worker that dies under an execution, or never starts, fails it with
+// WORKER_CRASHED (retryable), unless a bound killed it. After Close every
+// call fails with CONNECTION_BROKEN, and so do executions Close cut short.
+// This executor grants no execution handles yet: InvokeHandle and
+// CloseHandles fail with HANDLES_CLOSED. A cancelled context ends the run
+// and Execute returns the context's cause.
+//
+// docs/local-executor.md maps each bound to the layer that enforces it.
+package local

@@ -1,0 +1,141 @@
+package local
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// The pipe between the parent and a worker carries frames: a 4-byte
+// big-endian length followed by that many bytes of one JSON message.
+const frameHeaderSize = 4
+
+// Frame bounds. A worker runs untrusted code, so everything it sends is
+// bounded tightly: a result envelope is at most PayloadLimit of answer plus
+// ConsoleCaptureLimit of logs, and JSON escaping of those inside a frame can
+// grow them at most sixfold. The parent is trusted, but a job (code plus
+// module map) or a tool's answer still gets a ceiling so that neither side
+// ever allocates an unbounded buffer off a length it read.
+const (
+	maxWorkerFrame = 4 << 20  // worker → parent
+	maxParentFrame = 64 << 20 // parent → worker
+)
+
+// Message kinds.
+const (
+	kindInit           = "init"           // parent → worker: limits, before anything else
+	kindReady          = "ready"          // worker → parent: limits applied, serving
+	kindJob            = "job"            // parent → worker: run one program
+	kindCancel         = "cancel"         // parent → worker: stop the current run
+	kindDispatch       = "dispatch"       // worker → parent: one tool call
+	kindDispatchAnswer = "dispatchAnswer" // parent → worker: the tool call's envelope
+	kindOutbound       = "outbound"       // worker → parent: one stub-mode request
+	kindOutboundAnswer = "outboundAnswer" // parent → worker: its response
+	kindResult         = "result"         // worker → parent: the run's envelope
+)
+
+// message is every frame's JSON shape; Kind says which fields are set.
+type message struct {
+	Kind string `json:"kind"`
+	// ID pairs a host call with its answer. The worker numbers its calls
+	// once for its whole life, so an answer that arrives after its run ended
+	// never matches a call of the next run.
+	ID uint64 `json:"id,omitempty"`
+
+	Init  *initMessage  `json:"init,omitempty"`
+	Ready *readyMessage `json:"ready,omitempty"`
+	Job   *sandbox.Job  `json:"job,omitempty"`
+
+	Provider string `json:"provider,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	Args     string `json:"args,omitempty"`
+	Answer   string `json:"answer,omitempty"`
+
+	OutboundRequest  *protocol.OutboundRequest  `json:"outboundRequest,omitempty"`
+	OutboundResponse *protocol.OutboundResponse `json:"outboundResponse,omitempty"`
+
+	// Err is the host's error for a dispatch or outbound call; HasErr tells
+	// an empty text apart from no error.
+	Err    string `json:"err,omitempty"`
+	HasErr bool   `json:"hasErr,omitempty"`
+
+	Result *protocol.ExecuteResult `json:"result,omitempty"`
+	// OverLimit says the heap watchdog ended the run: the parent replaces
+	// the worker rather than reuse a heap that went past the limit.
+	OverLimit bool `json:"overLimit,omitempty"`
+}
+
+// initMessage carries the per-worker limits.
+type initMessage struct {
+	MemoryLimitMB  int `json:"memoryLimitMB"`
+	AddressSpaceMB int `json:"addressSpaceMB"` // headroom over VmSize+limit for RLIMIT_AS; 0 disables it
+}
+
+// readyMessage reports what the worker applied.
+type readyMessage struct {
+	PID int `json:"pid"`
+	// RlimitAS is the address-space limit set, in bytes; 0 when none.
+	RlimitAS uint64 `json:"rlimitAS"`
+}
+
+var (
+	errFrameEmpty    = errors.New("empty frame")
+	errFrameTooLarge = errors.New("frame exceeds its bound")
+)
+
+// writeFrame encodes m as one frame. It refuses a message larger than max
+// instead of sending something the reader would reject.
+func writeFrame(w io.Writer, m *message, max int) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s frame: %w", m.Kind, err)
+	}
+	if len(body) > max {
+		return fmt.Errorf("%s frame of %d bytes: %w (%d)", m.Kind, len(body), errFrameTooLarge, max)
+	}
+	buf := make([]byte, frameHeaderSize+len(body))
+	binary.BigEndian.PutUint32(buf, uint32(len(body)))
+	copy(buf[frameHeaderSize:], body)
+	_, err = w.Write(buf)
+	return err
+}
+
+// readFrame decodes one frame of at most max bytes. io.EOF means the
+// stream ended cleanly between frames; any other error means the stream is
+// unusable and its writer must be treated as broken.
+func readFrame(r io.Reader, max int) (*message, error) {
+	var hdr [frameHeaderSize]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("truncated frame header: %w", err)
+		}
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 {
+		return nil, errFrameEmpty
+	}
+	if uint64(n) > uint64(max) {
+		return nil, fmt.Errorf("frame of %d bytes: %w (%d)", n, errFrameTooLarge, max)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("truncated frame body: %w", err)
+	}
+	m := new(message)
+	if err := json.Unmarshal(body, m); err != nil {
+		return nil, fmt.Errorf("malformed frame: %w", err)
+	}
+	if m.Kind == "" {
+		return nil, errors.New("malformed frame: no kind")
+	}
+	return m, nil
+}

@@ -1,0 +1,151 @@
+package local
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+func frameBytes(t testing.TB, m *message) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := writeFrame(&b, m, maxParentFrame); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func rawFrame(body string) []byte {
+	b := make([]byte, 4+len(body))
+	binary.BigEndian.PutUint32(b, uint32(len(body)))
+	copy(b[4:], body)
+	return b
+}
+
+func TestFrameRoundTrip(t *testing.T) {
+	msgs := []*message{
+		{Kind: kindInit, Init: &initMessage{MemoryLimitMB: 128, AddressSpaceMB: 256}},
+		{Kind: kindJob, Job: &sandbox.Job{Code: "async () => 1", HasDispatch: true, TimeoutMs: 30000,
+			Modules: protocol.ModuleMap{"m": {Kind: protocol.KindData, Data: []byte{0, 1, 255}}}}},
+		{Kind: kindDispatch, ID: 7, Provider: "store", Tool: "list", Args: `["a",1]`},
+		{Kind: kindDispatchAnswer, ID: 7, Err: "", HasErr: true},
+		{Kind: kindOutbound, ID: 8, OutboundRequest: &protocol.OutboundRequest{Method: "POST", URL: "https://x.test",
+			Headers: []protocol.Header{{"a", "1"}, {"a", "2"}}, Body: []byte{}}},
+		{Kind: kindOutboundAnswer, ID: 8, OutboundResponse: &protocol.OutboundResponse{Status: 200, Body: []byte("ok")}},
+		{Kind: kindResult, Result: &protocol.ExecuteResult{ResultJSON: `{"a":"\u0000"}`,
+			Logs: []protocol.LogLine{{Level: protocol.LogLevelWarn, Text: "w"}}}, OverLimit: true},
+	}
+	var stream bytes.Buffer
+	for _, m := range msgs {
+		stream.Write(frameBytes(t, m))
+	}
+	for _, want := range msgs {
+		got, err := readFrame(&stream, maxParentFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+		}
+	}
+	if _, err := readFrame(&stream, maxParentFrame); !errors.Is(err, io.EOF) {
+		t.Fatalf("end of stream: %v, want io.EOF", err)
+	}
+}
+
+// A nil body (the wire's null) and an empty body stay apart.
+func TestFrameKeepsNullBodyApartFromEmpty(t *testing.T) {
+	for _, body := range [][]byte{nil, {}} {
+		m := &message{Kind: kindOutbound, OutboundRequest: &protocol.OutboundRequest{Body: body}}
+		got, err := readFrame(bytes.NewReader(frameBytes(t, m)), maxWorkerFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.OutboundRequest.Body == nil) != (body == nil) {
+			t.Fatalf("body %#v came back as %#v", body, got.OutboundRequest.Body)
+		}
+	}
+}
+
+func TestFrameRejects(t *testing.T) {
+	for name, in := range map[string][]byte{
+		"empty frame":      {0, 0, 0, 0},
+		"over the bound":   {0, 0x40, 0, 1},
+		"huge length":      {0xff, 0xff, 0xff, 0xff},
+		"short header":     {0, 0},
+		"short body":       rawFrame(`{"kind":"job"}`)[:10],
+		"not json":         rawFrame(`not json`),
+		"json but no kind": rawFrame(`{"id":1}`),
+		"wrong type":       rawFrame(`{"kind":1}`),
+		"trailing garbage": rawFrame(`{"kind":"job"} x`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, err := readFrame(bytes.NewReader(in), maxWorkerFrame)
+			if err == nil {
+				t.Fatalf("accepted %+v", m)
+			}
+			if errors.Is(err, io.EOF) {
+				t.Fatalf("a broken frame read as a clean end: %v", err)
+			}
+		})
+	}
+}
+
+func TestWriteFrameRefusesOversize(t *testing.T) {
+	var b bytes.Buffer
+	err := writeFrame(&b, &message{Kind: kindResult, Result: &protocol.ExecuteResult{ResultJSON: strings.Repeat("x", 100)}}, 64)
+	if !errors.Is(err, errFrameTooLarge) {
+		t.Fatalf("got %v, want errFrameTooLarge", err)
+	}
+	if b.Len() != 0 {
+		t.Fatal("an oversized frame was partly written")
+	}
+}
+
+// FuzzReadFrame: whatever a worker writes, the decoder returns a message or
+// an error and never panics, and a message it accepts encodes stably.
+func FuzzReadFrame(f *testing.F) {
+	f.Add(rawFrame(`{"kind":"result","result":{"ResultJSON":"1"}}`))
+	f.Add(rawFrame(`{"kind":"dispatch","id":3,"provider":"p","tool":"t","args":"[]"}`))
+	f.Add(rawFrame(`{"kind":"outbound","outboundRequest":{"Method":"GET","URL":"u","Headers":[["a","b"]],"Body":"AAE="}}`))
+	f.Add(rawFrame(`{"kind":"ready","ready":{"pid":1}}`))
+	f.Add([]byte{0, 0, 0, 0})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, '{'})
+	f.Add(append(rawFrame(`{"kind":"result"}`), rawFrame(`{"kind":"x"}`)...))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const bound = 1 << 16
+		r := bytes.NewReader(in)
+		for {
+			m, err := readFrame(r, bound)
+			if err != nil {
+				return
+			}
+			if m.Kind == "" {
+				t.Fatal("accepted a message without a kind")
+			}
+			var b bytes.Buffer
+			if err := writeFrame(&b, m, 1<<30); err != nil {
+				t.Fatalf("re-encode: %v", err)
+			}
+			first := append([]byte(nil), b.Bytes()...)
+			again, err := readFrame(&b, 1<<30)
+			if err != nil {
+				t.Fatalf("re-read: %v", err)
+			}
+			var b2 bytes.Buffer
+			if err := writeFrame(&b2, again, 1<<30); err != nil {
+				t.Fatalf("re-encode: %v", err)
+			}
+			if !bytes.Equal(first, b2.Bytes()) {
+				t.Fatalf("round trip is not stable:\n%q\n%q", first, b2.Bytes())
+			}
+		}
+	})
+}

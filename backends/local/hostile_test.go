@@ -1,0 +1,309 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// These tests run real JavaScript through the pool: the test binary is its
+// own worker, and the worker runs sandbox.Run.
+
+// newPool builds an executor running the real sandbox.
+func newPool(t testing.TB, o Options) *Executor {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = quietLogger
+	}
+	if o.WorkerCommand == nil {
+		o.WorkerCommand = jsWorkerCommand(t)
+	}
+	e, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// plainWorker is a build of this test binary without the race detector.
+var plainWorker struct {
+	once sync.Once
+	dir  string
+	cmd  []string
+	err  error
+}
+
+// jsWorkerCommand is the worker command for tests that hold real
+// JavaScript to its memory and time bounds. A race-instrumented worker
+// carries shadow memory (which RLIMIT_AS and RSS both count) and runs goja
+// several times slower, so it is not the worker the gateway ships. Under
+// -race these tests therefore run their workers from a plain build of this
+// same test binary; the parent side stays race-instrumented.
+func jsWorkerCommand(t testing.TB) []string {
+	t.Helper()
+	if !raceBuild {
+		return nil
+	}
+	plainWorker.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		plainWorker.dir, plainWorker.err = os.MkdirTemp("", "local-worker-")
+		if plainWorker.err != nil {
+			return
+		}
+		exe := filepath.Join(plainWorker.dir, "worker.test")
+		out, err := exec.Command(goTool, "test", "-c", "-o", exe, ".").CombinedOutput()
+		if err != nil {
+			plainWorker.err = fmt.Errorf("build a plain worker: %v\n%s", err, out)
+			return
+		}
+		plainWorker.cmd = []string{exe}
+	})
+	if plainWorker.err != nil {
+		t.Fatal(plainWorker.err)
+	}
+	return plainWorker.cmd
+}
+
+// expectOne runs the trivial program and requires its answer: the pool is
+// still healthy.
+func expectOne(t *testing.T, e *Executor) {
+	t.Helper()
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "async () => 1"})
+	if err != nil {
+		t.Fatalf("the next execution failed: %v", err)
+	}
+	if res.HasError || res.ResultJSON != "1" {
+		t.Fatalf("the next execution: %+v", res)
+	}
+}
+
+func TestPoolRunsJavaScript(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{
+		Code: "async () => { console.log('hi', 2); return {a: [1, 'x']} }",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.HasError || res.ResultJSON != `{"a":[1,"x"]}` {
+		t.Fatalf("got %+v", res)
+	}
+	if len(res.Logs) != 1 || res.Logs[0].Text != "hi 2" || res.Logs[0].Level != protocol.LogLevelLog {
+		t.Fatalf("logs %+v", res.Logs)
+	}
+	expectOne(t, e)
+}
+
+func TestPoolToolCalls(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	var mu sync.Mutex
+	var seen []string
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{
+		Code: `async () => {
+  const a = await store.get(1)
+  let err = ''
+  try { await store.fail() } catch (e) { err = e.message }
+  return { a, err }
+}`,
+		Providers: []protocol.ProviderDescriptor{{Name: "store", Tools: []string{"get", "fail"}}},
+		Dispatch: func(ctx context.Context, provider, tool, args string) (string, error) {
+			mu.Lock()
+			seen = append(seen, provider+"."+tool+" "+args)
+			mu.Unlock()
+			if tool == "fail" {
+				return `{"error":"No such customer."}`, nil
+			}
+			return `{"result":{"id":1}}`, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.HasError || res.ResultJSON != `{"a":{"id":1},"err":"No such customer."}` {
+		t.Fatalf("got %+v", res)
+	}
+	if strings.Join(seen, "|") != "store.get 1|store.fail " {
+		t.Fatalf("dispatch saw %q", seen)
+	}
+}
+
+// The contract's run clock: a tool call does not spend the bound, unless
+// countHostWaits restores the wall clock.
+func TestPoolRunClock(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	slow := func(ctx context.Context, provider, tool, args string) (string, error) {
+		select {
+		case <-time.After(1500 * time.Millisecond):
+			return `{"result":"late"}`, nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	req := func(count bool) *protocol.ExecuteRequest {
+		return &protocol.ExecuteRequest{
+			Code:           "async () => await tools.slow()",
+			Providers:      []protocol.ProviderDescriptor{{Name: "tools", Tools: []string{"slow"}}},
+			Dispatch:       slow,
+			Timeout:        protocol.TimeoutOf(500),
+			CountHostWaits: &count,
+		}
+	}
+	res, err := e.Execute(context.Background(), req(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.HasError || res.ResultJSON != `"late"` {
+		t.Fatalf("a 1.5 s tool call under a 500 ms bound: %+v", res)
+	}
+	res, err = e.Execute(context.Background(), req(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != protocol.NewExecutionTimeoutError(500).Error() {
+		t.Fatalf("with countHostWaits: %+v", res)
+	}
+	expectOne(t, e)
+}
+
+// Hostile programs end inside their bound with the right text, and the
+// next execution on the pool works.
+func TestHostilePrograms(t *testing.T) {
+	const timeoutMs = 2000
+	timeoutText := protocol.NewExecutionTimeoutError(timeoutMs).Error()
+	memText := protocol.NewMemoryLimitError(protocol.DefaultMemoryLimitMB).Error()
+	cases := []struct {
+		name, code string
+		want       []string // accepted error texts; "" means any thrown error
+	}{
+		{"busy loop", "async () => { while (true) {} }", []string{timeoutText}},
+		{"busy loop with finally", "async () => { try { while (true) {} } finally { while (true) {} } }", []string{timeoutText}},
+		{"never-yielding promise chain", "async () => { while (true) await null }", []string{timeoutText}},
+		{"promise ping-pong", "async () => { const f = () => Promise.resolve().then(f); f(); await new Promise(() => {}) }", []string{timeoutText}},
+		{"backtracking regex (lookahead forces regexp2)", "async () => /^(a+)+(?=c)/.test('a'.repeat(40) + 'b')", []string{timeoutText}},
+		{"backtracking regex (backreference)", `async () => /^(a+)+\1$/.test('a'.repeat(40) + 'b')`, []string{timeoutText}},
+		{"deep JSON.stringify", "async () => { let o = {}; for (let i = 0; i < 200000; i++) o = {a: o}; return JSON.stringify(o).length }", []string{timeoutText}},
+		{"huge join of holes", "async () => { const a = []; a.length = 2**32 - 1; return a.join('').length }", []string{timeoutText}},
+		{"huge join that allocates", "async () => { const a = new Array(3e6); return a.join('xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx').length }", []string{memText}},
+		{"ArrayBuffer 2**31", "async () => new ArrayBuffer(2**31).byteLength", []string{memText}},
+		{"ArrayBuffer 2**32", "async () => { const b = new ArrayBuffer(2**32); while (true) {} }", []string{memText}},
+		{"repeat 2**29", "async () => 'x'.repeat(2**29).length", []string{memText}},
+		{"padStart", "async () => ''.padStart(2**29, 'ab').length", []string{memText}},
+		{"string doubling", "async () => { let s = 'x'; while (true) s += s }", []string{memText}},
+		{"array push loop", "async () => { const a = []; while (true) a.push('x'.repeat(1000) + a.length) }", []string{memText}},
+		{"object push loop", "async () => { const a = []; for (let i = 0; ; i++) a.push({i, s: 'k' + i}) }", []string{memText}},
+		{"typed array", "async () => new Float64Array(1e8).fill(1).length", []string{memText}},
+		{"typed arrays in a loop", "async () => { const a = []; while (true) a.push(new Uint8Array(1 << 24).fill(7)) }", []string{memText}},
+		{"deep recursion", "async () => { const f = () => f() + 1; return f() }", []string{""}},
+		{"recursion through a builtin", "async () => { const f = () => [1].map(f); return f() }", []string{""}},
+		// Deeply nested source recurses in goja's parser, in Go; its stack
+		// is memory the worker's bounds count.
+		{"nested source through eval", "async () => eval('('.repeat(300000) + '1' + ')'.repeat(300000))", []string{memText, ""}},
+		{"nested source through Function", "async () => new Function('return ' + '['.repeat(300000) + ']'.repeat(300000))()", []string{memText, ""}},
+		{"String of a deeply nested array", "async () => { let a = []; for (let i = 0; i < 300000; i++) a = [a]; return String(a).length }", []string{memText, timeoutText, ""}},
+	}
+	e := newPool(t, Options{PoolSize: 2})
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: c.code, Timeout: protocol.TimeoutOf(timeoutMs)})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("fault after %v: %v", took, err)
+			}
+			// The bound plus the kill grace plus a wide margin for a busy
+			// 2-core machine.
+			if limit := timeoutMs*time.Millisecond + DefaultKillGrace + 15*time.Second; took > limit {
+				t.Fatalf("took %v, over %v", took, limit)
+			}
+			if !res.HasError {
+				t.Fatalf("ended without an error: %+v", res)
+			}
+			ok := false
+			for _, w := range c.want {
+				if w == res.Error || (w == "" && res.Error != "" && res.Error != timeoutText && res.Error != memText) {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Fatalf("error %q, want one of %q", res.Error, c.want)
+			}
+			t.Logf("%v: %.80s", took, res.Error)
+			expectOne(t, e)
+		})
+	}
+	t.Logf("pool stats: %+v", e.Stats())
+	// The allocation bombs landed in workers, never in this process.
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 32<<20 {
+		t.Fatalf("the parent's heap grew by %d MiB", grew>>20)
+	}
+}
+
+// The RE2-compatible pattern of the classic example runs in linear time in
+// goja (Go's regexp), so it simply answers, well inside its bound.
+func TestLinearRegexAnswers(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{
+		Code: "async () => /(a+)+$/.test('a'.repeat(40) + '!')", Timeout: protocol.TimeoutOf(2000),
+	})
+	if err != nil || res.HasError || res.ResultJSON != "false" {
+		t.Fatalf("got %+v, %v", res, err)
+	}
+}
+
+// A hostile run does not disturb an execution running beside it.
+func TestHostileRunSparesItsNeighbour(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 2})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "async () => 'x'.repeat(2**29).length"})
+	}()
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{
+		Code: "async () => { let s = 0; for (let i = 0; i < 1e6; i++) s += i; return s }",
+	})
+	wg.Wait()
+	if err != nil || res.HasError || res.ResultJSON != "499999500000" {
+		t.Fatalf("neighbour: %+v, %v", res, err)
+	}
+}
+
+// Every execution on a reused worker starts from a fresh runtime: nothing
+// one run leaves on the globals or the prototypes reaches the next.
+func TestNothingPersistsOnAReusedWorker(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{
+		Code: "async () => { globalThis.leak = 'x'; Object.prototype.polluted = 1; Array.prototype.map = () => 'hijacked'; return 1 }",
+	})
+	if err != nil || res.HasError {
+		t.Fatalf("first run: %+v, %v", res, err)
+	}
+	res, err = e.Execute(context.Background(), &protocol.ExecuteRequest{
+		Code: "async () => [typeof leak, ({}).polluted === undefined, [1].map(x => x + 1)]",
+	})
+	if err != nil || res.ResultJSON != `["undefined",true,[2]]` {
+		t.Fatalf("second run: %+v, %v", res, err)
+	}
+	if s := e.Stats(); s.WorkersStarted != 1 {
+		t.Fatalf("the runs did not share a worker: %+v", s)
+	}
+}

@@ -1,0 +1,111 @@
+package local
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// pageSize converts statm's page counts to bytes.
+var pageSize = uint64(os.Getpagesize())
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times. Linux has
+// exported 100 to user space on every architecture for decades.
+const clockTicks = 100
+
+// setAddressLimit sets RLIMIT_AS to the process's current address space
+// plus extra bytes and returns the limit, or 0 when it could not be set.
+// Measured from inside, after start: a limit set before exec makes the Go
+// runtime fail unpredictably while it reserves its arenas.
+func setAddressLimit(extra uint64) uint64 {
+	vm, ok := readVmSize()
+	if !ok {
+		return 0
+	}
+	limit := vm + extra
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
+		return 0
+	}
+	return limit
+}
+
+// readVmSize reads this process's address space size in bytes.
+func readVmSize() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := bytes.Fields(b)
+	if len(f) < 1 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(f[0]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n * pageSize, true
+}
+
+// readRSS reads a process's resident set size in bytes.
+func readRSS(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(f[1]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n * pageSize, true
+}
+
+// readCPUTicks reads a process's user plus system CPU time in clock ticks.
+func readCPUTicks(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name is in parentheses and may hold spaces; the fields
+	// after its closing parenthesis start at field 3 (state).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	// utime and stime are fields 14 and 15, so 11 and 12 after the name.
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseUint(string(f[11]), 10, 64)
+	s, err2 := strconv.ParseUint(string(f[12]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return u + s, true
+}
+
+// claimStdout moves the frame stream off file descriptor 1 and points 1 at
+// stderr, so that nothing printing to stdout (a library, a stray debug
+// line) can corrupt the frames.
+func claimStdout() *os.File {
+	fd, err := syscall.Dup(1)
+	if err != nil {
+		return os.Stdout
+	}
+	if err := syscall.Dup3(2, 1, 0); err != nil {
+		syscall.Close(fd)
+		return os.Stdout
+	}
+	return os.NewFile(uintptr(fd), "frames")
+}
+
+// processGroupAttr starts a worker as the leader of its own process group.
+func processGroupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// killGroup sends SIGKILL to the process group led by pid.
+func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }

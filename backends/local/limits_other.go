@@ -1,0 +1,25 @@
+//go:build !linux
+
+package local
+
+import (
+	"os"
+	"syscall"
+)
+
+// Outside Linux there is no /proc and RLIMIT_AS is not honoured the same
+// way: the worker runs with its in-process watchdog and the parent's run
+// clock only.
+
+const clockTicks = 100
+
+func setAddressLimit(extra uint64) uint64 { return 0 }
+func readRSS(pid int) (uint64, bool)      { return 0, false }
+func readCPUTicks(pid int) (uint64, bool) { return 0, false }
+
+func processGroupAttr() *syscall.SysProcAttr { return nil }
+func killGroup(pid int)                      {}
+
+// claimStdout keeps the frame stream on stdout: descriptor juggling is
+// Linux-only here.
+func claimStdout() *os.File { return os.Stdout }

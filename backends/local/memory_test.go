@@ -1,0 +1,96 @@
+package local
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// Each memory layer, driven by a scripted worker so that exactly one layer
+// can act. Limits are small so the tests stay light.
+
+func memoryText(mb int) string { return protocol.NewMemoryLimitError(mb).Error() }
+
+func runFor(t *testing.T, e *Executor, code string) *protocol.ExecuteResult {
+	t.Helper()
+	start := time.Now()
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: code, Timeout: protocol.TimeoutOf(60000)})
+	if err != nil {
+		t.Fatalf("%s: %v", code, err)
+	}
+	t.Logf("%s: %v", code, time.Since(start))
+	return res
+}
+
+// The in-worker watchdog ends gradual growth with the memory text.
+func TestHeapWatchdogStopsGrowth(t *testing.T) {
+	// Wide RSS and address-space allowances, so that only the watchdog can
+	// act (a race build's shadow memory inflates both).
+	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 64, RSSHeadroomMB: 2048, AddressSpaceHeadroomMB: 8192})
+	before := pidOf(t, e)
+	res := runFor(t, e, "grow 2000")
+	if res.Error != memoryText(64) {
+		t.Fatalf("got %q, want the memory text", res.Error)
+	}
+	if after := pidOf(t, e); after == before {
+		t.Fatal("a worker whose heap passed the limit served again")
+	}
+	if s := e.Stats(); s.HeapLimits != 1 || s.RSSKills != 0 || s.OutOfMemory != 0 {
+		t.Fatalf("the wrong layer acted: %+v", s)
+	}
+}
+
+// RLIMIT_AS refuses one huge untouched allocation; the runtime dies with
+// "out of memory" and the parent reports the memory text.
+func TestAddressLimitRefusesHugeAllocation(t *testing.T) {
+	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 64})
+	res := runFor(t, e, "huge 4096")
+	if res.Error != memoryText(64) {
+		t.Fatalf("got %q, want the memory text", res.Error)
+	}
+	if s := e.Stats(); s.OutOfMemory != 1 {
+		t.Fatalf("the wrong layer acted: %+v", s)
+	}
+	pidOf(t, e)
+}
+
+// The parent's RSS poll kills a worker that fills memory while deaf to its
+// ctx (as goja is inside one native call). The allocation is below
+// RLIMIT_AS, so only the poll can act.
+func TestRSSPollKillsDeafWorker(t *testing.T) {
+	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 64, RSSHeadroomMB: 32, AddressSpaceHeadroomMB: 8192})
+	start := time.Now()
+	res := runFor(t, e, "touch 200")
+	if res.Error != memoryText(64) {
+		t.Fatalf("got %q, want the memory text", res.Error)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	if s := e.Stats(); s.RSSKills != 1 {
+		t.Fatalf("the wrong layer acted: %+v", s)
+	}
+	pidOf(t, e)
+}
+
+// Work inside the limit is untouched by every layer, run after run.
+func TestWithinLimitRunsSucceed(t *testing.T) {
+	o := Options{PoolSize: 1, MemoryLimitMB: 64}
+	if raceBuild {
+		// The race detector's shadow memory counts against RLIMIT_AS and
+		// RSS; the shipped worker has none.
+		o.AddressSpaceHeadroomMB, o.RSSHeadroomMB = 8192, 2048
+	}
+	e := newScripted(t, o)
+	for _, code := range []string{"grow 40", "huge 40", "grow 40\nhuge 10", "grow 40"} {
+		res := runFor(t, e, code)
+		if res.HasError {
+			t.Fatalf("%s: %s", code, res.Error)
+		}
+	}
+	if s := e.Stats(); s.WorkersStarted != 1 {
+		t.Fatalf("runs inside the limit replaced the worker: %+v", s)
+	}
+}

@@ -1,0 +1,47 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// TestNativeOptionsReachTheWorker: the operator's native-fetch settings
+// travel with each job into the worker: an allowed range is reached, the
+// default deny list holds otherwise, and the veto means no network at all.
+func TestNativeOptionsReachTheWorker(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "inside") }))
+	defer srv.Close()
+	code := fmt.Sprintf("async () => { try { return await (await fetch(%q)).text() } catch (e) { return e.name + ': ' + e.message } }", srv.URL)
+	for _, c := range []struct {
+		name   string
+		native webplatform.NativeOptions
+		want   func(string) bool
+	}{
+		{"allowed", webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, func(s string) bool { return s == `"inside"` }},
+		{"denied by default", webplatform.NativeOptions{}, func(s string) bool { return s != `"inside"` && len(s) > len(`"TypeError: "`) }},
+		{"vetoed", webplatform.NativeOptions{Vetoed: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+			func(s string) bool { return s == `"TypeError: `+protocol.NewOutboundDisabledError().Error()+`"` }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ex, err := New(Options{PoolSize: 1, Native: c.native})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ex.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: code})
+			if err != nil || res.HasError || !c.want(res.ResultJSON) {
+				t.Fatalf("got %+v, %v", res, err)
+			}
+		})
+	}
+}

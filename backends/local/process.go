@@ -1,0 +1,275 @@
+package local
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// killReason records why the parent ended a worker; the first reason wins
+// and decides what the execution on it reports.
+type killReason int32
+
+const (
+	killNone      killReason = iota
+	killTimeout              // past its run clock's deadline plus grace
+	killMemory               // RSS past the limit
+	killCancelled            // the caller gave up and the worker did not stop
+	killClosed               // the executor is closing
+	killProtocol             // it sent a frame it should not have
+	killRetired              // replaced after its share of runs, or after a bad run
+)
+
+// process is the parent's handle on one worker process.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  io.WriteCloser
+	wmu    sync.Mutex // one frame at a time on stdin
+	frames chan *message
+	// readErr is why frames closed; read it only after frames is closed.
+	readErr error
+	exited  chan struct{} // closed once the process is reaped
+	waitErr error         // read only after exited is closed
+	stderr  *stderrLog
+	reason  atomic.Int32
+	dying   chan struct{} // closed on the first kill
+	dieOnce sync.Once
+	runs    int // executions started; touched only by the slot holder
+	rlimit  uint64
+	// baseRSS is the RSS right after start. The parent's RSS poll allows
+	// the memory limit plus headroom above it; untouched pages never count
+	// towards RSS, and those are RLIMIT_AS's to refuse.
+	baseRSS uint64
+}
+
+// spawn starts one worker and waits for its ready frame.
+func spawn(o *Options) (*process, error) {
+	cmd := exec.Command(o.WorkerCommand[0], o.WorkerCommand[1:]...)
+	cmd.Env = append(os.Environ(), workerEnv+"="+workerEnvValue, "GOTRACEBACK=single")
+	cmd.Env = append(cmd.Env, o.WorkerEnv...)
+	// Its own process group, so a kill reaches anything it started and no
+	// descendant keeps the pipes open after it.
+	cmd.SysProcAttr = processGroupAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	p := &process{
+		cmd:    cmd,
+		pid:    cmd.Process.Pid,
+		stdin:  stdin,
+		frames: make(chan *message, 16),
+		exited: make(chan struct{}),
+		dying:  make(chan struct{}),
+		stderr: newStderrLog(),
+	}
+	// The stderr and stdout readers must finish before Wait, which closes
+	// the pipes; Wait then reaps the process.
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); p.stderr.consume(errPipe) }()
+	go func() { defer readers.Done(); p.readFrames(stdout) }()
+	go func() {
+		readers.Wait()
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+
+	init := &message{Kind: kindInit, Init: &initMessage{
+		MemoryLimitMB:  o.MemoryLimitMB,
+		AddressSpaceMB: o.AddressSpaceHeadroomMB,
+	}}
+	if err := p.send(init); err != nil {
+		p.kill(killProtocol)
+		return nil, fmt.Errorf("worker %d: send init: %w", p.pid, err)
+	}
+	timer := time.NewTimer(o.StartTimeout)
+	defer timer.Stop()
+	select {
+	case m, ok := <-p.frames:
+		if !ok || m.Kind != kindReady || m.Ready == nil {
+			p.kill(killProtocol)
+			<-p.exited
+			return nil, fmt.Errorf("worker %d did not start: %v", p.pid, p.describeExit())
+		}
+		p.rlimit = m.Ready.RlimitAS
+		p.baseRSS, _ = readRSS(p.pid)
+		return p, nil
+	case <-timer.C:
+		p.kill(killProtocol)
+		return nil, fmt.Errorf("worker %d sent no ready frame within %v", p.pid, o.StartTimeout)
+	}
+}
+
+// readFrames forwards every frame to p.frames and closes it when the stream
+// ends. A malformed frame kills the worker: nothing after it can be trusted.
+func (p *process) readFrames(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		m, err := readFrame(br, maxWorkerFrame)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.kill(killProtocol)
+			}
+			p.readErr = err
+			close(p.frames)
+			// Drain so that a worker still writing never blocks on a full
+			// pipe while it is being killed.
+			_, _ = io.Copy(io.Discard, br)
+			return
+		}
+		select {
+		case p.frames <- m:
+		case <-p.dying:
+			p.readErr = errors.New("worker killed")
+			close(p.frames)
+			_, _ = io.Copy(io.Discard, br)
+			return
+		}
+	}
+}
+
+func (p *process) send(m *message) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return writeFrame(p.stdin, m, maxParentFrame)
+}
+
+// kill ends the worker with SIGKILL, recording why unless a reason is
+// already recorded.
+func (p *process) kill(r killReason) {
+	p.reason.CompareAndSwap(int32(killNone), int32(r))
+	p.dieOnce.Do(func() { close(p.dying) })
+	killGroup(p.pid)
+	_ = p.cmd.Process.Kill()
+}
+
+// killedFor is the recorded kill reason.
+func (p *process) killedFor() killReason { return killReason(p.reason.Load()) }
+
+// alive reports whether the process has not been reaped.
+func (p *process) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// retire stops a worker the pool no longer wants. Closing stdin asks it to
+// exit; the kill makes sure.
+func (p *process) retire() {
+	_ = p.stdin.Close()
+	p.kill(killRetired)
+}
+
+// describeExit is a one-line account of how the process ended, with the
+// tail of its stderr, for logs. Call it after exited is closed.
+func (p *process) describeExit() string {
+	select {
+	case <-p.exited:
+	default:
+		return "still running"
+	}
+	s := "exited"
+	if p.waitErr != nil {
+		s = p.waitErr.Error()
+	}
+	if t := p.stderr.tail(); t != "" {
+		s += "; stderr: " + t
+	}
+	return s
+}
+
+// ranOutOfMemory reports whether the worker's runtime died of an
+// allocation the address-space limit refused. The guest cannot write to
+// stderr, so these lines come from the Go runtime alone.
+func (p *process) ranOutOfMemory() bool { return p.stderr.sawOOM.Load() }
+
+// stderrLog keeps a bounded view of a worker's stderr: its first and last
+// lines, and whether the runtime reported running out of memory.
+type stderrLog struct {
+	mu     sync.Mutex
+	head   bytes.Buffer
+	last   []string
+	sawOOM atomic.Bool
+}
+
+const (
+	stderrHeadBytes = 2048
+	stderrTailLines = 8
+	stderrLineBytes = 512
+)
+
+// oomMarkers are the Go runtime's words when an allocation fails.
+var oomMarkers = [][]byte{
+	[]byte("out of memory"),
+	[]byte("cannot allocate memory"),
+	[]byte("failed to reserve page summary memory"),
+	// A race-detector build reports a refused heap reservation this way.
+	[]byte("too many address space collisions"),
+	[]byte("ThreadSanitizer failed to allocate"),
+}
+
+func newStderrLog() *stderrLog { return &stderrLog{} }
+
+func (l *stderrLog) consume(r io.Reader) {
+	br := bufio.NewReaderSize(r, stderrLineBytes)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			l.add(line)
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+func (l *stderrLog) add(line []byte) {
+	for _, m := range oomMarkers {
+		if bytes.Contains(line, m) {
+			l.sawOOM.Store(true)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := stderrHeadBytes - l.head.Len(); room > 0 {
+		l.head.Write(line[:min(room, len(line))])
+		return
+	}
+	l.last = append(l.last, string(bytes.TrimRight(line, "\n")))
+	if len(l.last) > stderrTailLines {
+		l.last = l.last[1:]
+	}
+}
+
+func (l *stderrLog) tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := string(bytes.TrimSpace(l.head.Bytes()))
+	if len(l.last) > 0 {
+		s += " … " + fmt.Sprint(l.last)
+	}
+	return s
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package local
+
+// raceBuild: this test binary has the race detector.
+const raceBuild = false

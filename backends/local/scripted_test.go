@@ -1,0 +1,113 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// scriptedRun stands in for sandbox.Run inside a test worker. The job's
+// code is one command per line; it lets the pool tests make a worker crash,
+// spin in uninterruptible Go code, allocate, or call the host, on demand.
+// The run's value is the JSON array of what each command produced.
+func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+	var out []any
+	keep := [][]byte{}
+	for _, line := range strings.Split(strings.TrimSpace(job.Code), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		n := 0
+		if len(f) > 1 {
+			n, _ = strconv.Atoi(f[1])
+		}
+		switch f[0] {
+		case "pid":
+			out = append(out, os.Getpid())
+		case "sleep":
+			select {
+			case <-time.After(time.Duration(n) * time.Millisecond):
+			case <-ctx.Done():
+				return causeResult(ctx)
+			}
+		case "dispatch":
+			for i := range n {
+				ans, err := host.Dispatch(ctx, "store", fmt.Sprintf("tool%d", i), fmt.Sprintf("[%d]", i))
+				if err != nil {
+					out = append(out, "error: "+err.Error())
+					continue
+				}
+				out = append(out, ans)
+			}
+		case "outbound":
+			r, err := host.Outbound(ctx, protocol.OutboundRequest{Method: "GET", URL: "https://example.test/x", Body: []byte("hi")})
+			if err != nil {
+				out = append(out, "error: "+err.Error())
+				continue
+			}
+			out = append(out, fmt.Sprintf("%d %s", r.Status, r.Body))
+		case "spinwhilecall": // a host call stays open while Go code spins
+			go host.Dispatch(ctx, "store", "slow", "")
+			time.Sleep(50 * time.Millisecond)
+			for {
+			}
+		case "fire": // a host call the run does not wait for
+			go host.Dispatch(ctx, "store", "unawaited", "")
+			time.Sleep(50 * time.Millisecond)
+			out = append(out, "fired")
+		case "exit":
+			os.Exit(n)
+		case "spin": // Go code no interrupt reaches
+			end := time.Now().Add(time.Duration(n) * time.Millisecond)
+			for n == 0 || time.Now().Before(end) {
+			}
+		case "grow": // gradual growth that honours ctx, 1 MiB a step
+			for i := 0; i < n; i++ {
+				b := make([]byte, 1<<20)
+				for j := 0; j < len(b); j += 4096 {
+					b[j] = 1
+				}
+				keep = append(keep, b)
+				if ctx.Err() != nil {
+					return causeResult(ctx)
+				}
+			}
+			out = append(out, len(keep))
+		case "touch": // one allocation filled at once, then deaf to ctx
+			b := make([]byte, n<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			keep = append(keep, b)
+			for {
+				time.Sleep(time.Millisecond)
+			}
+		case "huge": // one untouched allocation
+			b := make([]byte, n<<20)
+			keep = append(keep, b)
+			out = append(out, len(b))
+		case "ctxwait":
+			<-ctx.Done()
+			return causeResult(ctx)
+		case "print": // stdout must not corrupt the frame stream
+			fmt.Println("stray output on stdout")
+			out = append(out, "printed")
+		default:
+			return &protocol.ExecuteResult{Error: "unknown command " + f[0], HasError: true}
+		}
+	}
+	b, _ := json.Marshal(out)
+	return &protocol.ExecuteResult{ResultJSON: string(b)}
+}
+
+func causeResult(ctx context.Context) *protocol.ExecuteResult {
+	return &protocol.ExecuteResult{Error: context.Cause(ctx).Error(), HasError: true}
+}

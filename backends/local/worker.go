@@ -1,0 +1,328 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// workerEnv marks a process started by the pool as a worker. An environment
+// variable rather than an argument, so that any main (a test binary with its
+// own flags included) can serve as the worker command.
+const (
+	workerEnv      = "CODEMODE_LOCAL_WORKER"
+	workerEnvValue = "v1"
+)
+
+// Worker exit codes, for the parent's diagnostics.
+const (
+	exitParentGone = 0 // stdin closed: the parent is gone or retired us
+	exitBadFrame   = 3 // the parent sent something this worker cannot read
+	exitWriteFail  = 4 // stdout broke
+	exitRunPanic   = 5 // a Go panic escaped the run
+)
+
+// heapPoll is how often the in-worker watchdog reads the heap. A read costs
+// about 0.4 µs, so 1 ms is cheap and catches gradual growth early.
+const heapPoll = time.Millisecond
+
+// runFunc is sandbox.Run's signature; tests of the pool may swap it.
+type runFunc func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult
+
+// workerRun is the run function a worker uses. It is a variable only so
+// that a test binary serving as its own worker can install a stand-in
+// before calling RunWorkerIfRequested; production code never changes it.
+var workerRun runFunc = sandbox.Run
+
+// RunWorkerIfRequested turns the process into a pool worker when the pool
+// started it as one: it serves jobs on stdin and stdout until the parent
+// closes stdin, then exits. In any other process it returns at once. A main
+// that embeds this package calls it first, before flags or logging are set
+// up, so that the re-executed binary becomes a worker and nothing else.
+func RunWorkerIfRequested() {
+	if os.Getenv(workerEnv) != workerEnvValue {
+		return
+	}
+	in, out := os.Stdin, claimStdout()
+	os.Exit(serveWorker(in, out, workerRun))
+}
+
+// workerServer is the worker's side of the pipe.
+type workerServer struct {
+	out io.Writer
+	wmu sync.Mutex // one frame at a time on out
+
+	run     runFunc
+	limitMB int
+	// heapBase is the heap right after start; the watchdog allows the run
+	// limitMB above it.
+	heapBase uint64
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan *message
+	cancel  context.CancelCauseFunc // the current run's, nil when idle
+}
+
+// serveWorker runs the worker protocol and returns the exit code.
+func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
+	s := &workerServer{out: out, run: run, pending: make(map[uint64]chan *message)}
+	in = bufio.NewReaderSize(in, 64<<10)
+	m, err := readFrame(in, maxParentFrame)
+	if err != nil || m.Kind != kindInit || m.Init == nil {
+		return exitBadFrame
+	}
+	ready := s.applyLimits(*m.Init)
+	if s.send(&message{Kind: kindReady, Ready: &ready}) != nil {
+		return exitWriteFail
+	}
+	for {
+		m, err := readFrame(in, maxParentFrame)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return exitParentGone
+			}
+			return exitBadFrame
+		}
+		switch m.Kind {
+		case kindJob:
+			if m.Job == nil || !s.startRun(*m.Job) {
+				return exitBadFrame
+			}
+		case kindCancel:
+			s.mu.Lock()
+			if s.cancel != nil {
+				s.cancel(context.Canceled)
+			}
+			s.mu.Unlock()
+		case kindDispatchAnswer, kindOutboundAnswer:
+			s.mu.Lock()
+			ch := s.pending[m.ID]
+			delete(s.pending, m.ID)
+			s.mu.Unlock()
+			if ch != nil {
+				ch <- m // buffered: never blocks
+			}
+		default:
+			return exitBadFrame
+		}
+	}
+}
+
+// applyLimits sets the memory layers that live inside the worker: a GC
+// target near the limit (keeps RSS close to the live heap, so the parent's
+// RSS poll measures what the run holds) and RLIMIT_AS at the current
+// address space plus the limit plus headroom (refuses one huge allocation
+// outright; the runtime then dies with "out of memory", which the parent
+// reports as the memory text).
+func (s *workerServer) applyLimits(init initMessage) readyMessage {
+	s.limitMB = init.MemoryLimitMB
+	runtime.GC()
+	s.heapBase = heapObjects()
+	limit := uint64(init.MemoryLimitMB) << 20
+	debug.SetMemoryLimit(int64(totalRuntimeMemory() + limit))
+	ready := readyMessage{PID: os.Getpid()}
+	if init.AddressSpaceMB > 0 {
+		ready.RlimitAS = setAddressLimit(limit + uint64(init.AddressSpaceMB)<<20)
+	}
+	return ready
+}
+
+// startRun starts job on its own goroutine; false if one is already running.
+func (s *workerServer) startRun(job sandbox.Job) bool {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s.mu.Lock()
+	if s.cancel != nil {
+		s.mu.Unlock()
+		cancel(nil)
+		return false
+	}
+	s.cancel = cancel
+	s.mu.Unlock()
+	go s.runJob(ctx, cancel, job)
+	return true
+}
+
+func (s *workerServer) runJob(ctx context.Context, cancel context.CancelCauseFunc, job sandbox.Job) {
+	host := &workerHost{s: s}
+	watchdogStop := make(chan struct{})
+	watchdogDone := make(chan bool, 1)
+	go func() { watchdogDone <- s.watchHeap(cancel, watchdogStop) }()
+
+	res := s.runProtected(ctx, job, host)
+
+	close(watchdogStop)
+	overLimit := <-watchdogDone
+	host.finish()
+	s.mu.Lock()
+	s.cancel = nil
+	s.mu.Unlock()
+	cancel(nil)
+	// A failed write means the parent is gone; the read loop sees stdin end
+	// and exits.
+	_ = s.send(&message{Kind: kindResult, Result: res, OverLimit: overLimit})
+}
+
+// runProtected calls the run function, turning a Go panic that escaped it
+// into an exit: the runtime's state is unknown, so the parent replaces the
+// worker and reports WORKER_CRASHED.
+func (s *workerServer) runProtected(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+	defer func() {
+		if r := recover(); r != nil {
+			os.Stderr.WriteString("worker: run panicked\n")
+			os.Exit(exitRunPanic)
+		}
+	}()
+	res := s.run(ctx, job, host)
+	if res == nil {
+		res = &protocol.ExecuteResult{}
+	}
+	return res
+}
+
+// watchHeap cancels the run with the memory text once the heap passes the
+// limit, confirmed after a collection so garbage alone never trips it. It
+// reports whether it fired.
+func (s *workerServer) watchHeap(cancel context.CancelCauseFunc, stop <-chan struct{}) bool {
+	limit := s.heapBase + uint64(s.limitMB)<<20
+	tk := time.NewTicker(heapPoll)
+	defer tk.Stop()
+	for {
+		select {
+		case <-stop:
+			return false
+		case <-tk.C:
+			if heapObjects() <= limit {
+				continue
+			}
+			runtime.GC()
+			if heapObjects() <= limit {
+				continue
+			}
+			cancel(protocol.NewMemoryLimitError(s.limitMB))
+			return true
+		}
+	}
+}
+
+func (s *workerServer) send(m *message) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return writeFrame(s.out, m, maxWorkerFrame)
+}
+
+// call sends one host call and waits for its answer or for ctx.
+func (s *workerServer) call(ctx context.Context, m *message) (*message, error) {
+	ch := make(chan *message, 1)
+	s.mu.Lock()
+	s.nextID++
+	m.ID = s.nextID
+	s.pending[m.ID] = ch
+	s.mu.Unlock()
+	if err := s.send(m); err != nil {
+		s.forget(m.ID)
+		return nil, err
+	}
+	select {
+	case a := <-ch:
+		return a, nil
+	case <-ctx.Done():
+		s.forget(m.ID)
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (s *workerServer) forget(id uint64) {
+	s.mu.Lock()
+	delete(s.pending, id)
+	s.mu.Unlock()
+}
+
+// errRunFinished answers a host call made after its run returned: the
+// parent has moved on, and the call must not reach the next run's host.
+var errRunFinished = errors.New(protocol.CompletedText)
+
+// workerHost is the sandbox's Host inside a worker: every call crosses the
+// pipe to the parent, which calls the request's functions.
+type workerHost struct {
+	s    *workerServer
+	mu   sync.Mutex
+	done bool
+}
+
+func (h *workerHost) finish() {
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
+}
+
+func (h *workerHost) finished() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.done
+}
+
+func (h *workerHost) Dispatch(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+	if h.finished() {
+		return "", errRunFinished
+	}
+	a, err := h.s.call(ctx, &message{Kind: kindDispatch, Provider: provider, Tool: tool, Args: argsJSON})
+	if err != nil {
+		return "", err
+	}
+	if a.Kind != kindDispatchAnswer {
+		return "", errors.New("dispatch answered with the wrong frame")
+	}
+	if a.HasErr {
+		return "", errors.New(a.Err)
+	}
+	return a.Answer, nil
+}
+
+func (h *workerHost) Outbound(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	if h.finished() {
+		return protocol.OutboundResponse{}, errRunFinished
+	}
+	a, err := h.s.call(ctx, &message{Kind: kindOutbound, OutboundRequest: &req})
+	if err != nil {
+		return protocol.OutboundResponse{}, err
+	}
+	if a.Kind != kindOutboundAnswer {
+		return protocol.OutboundResponse{}, errors.New("outbound answered with the wrong frame")
+	}
+	if a.HasErr {
+		return protocol.OutboundResponse{}, errors.New(a.Err)
+	}
+	if a.OutboundResponse == nil {
+		return protocol.OutboundResponse{}, errors.New("outbound answered without a response")
+	}
+	return *a.OutboundResponse, nil
+}
+
+var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+var heapSampleMu sync.Mutex
+
+// heapObjects is the bytes of heap objects, live and not yet swept.
+func heapObjects() uint64 {
+	heapSampleMu.Lock()
+	defer heapSampleMu.Unlock()
+	metrics.Read(heapSample)
+	return heapSample[0].Value.Uint64()
+}
+
+// totalRuntimeMemory is every byte the Go runtime has mapped for itself.
+func totalRuntimeMemory() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}

@@ -1,0 +1,194 @@
+package local
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// workerPipe runs serveWorker in this process over pipes.
+type workerPipe struct {
+	toWorker   *io.PipeWriter
+	fromWorker *io.PipeReader
+	exit       chan int
+}
+
+func startWorker(t *testing.T, run runFunc) *workerPipe {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	w := &workerPipe{toWorker: inW, fromWorker: outR, exit: make(chan int, 1)}
+	go func() {
+		code := serveWorker(inR, outW, run)
+		outW.Close()
+		inR.Close()
+		w.exit <- code
+	}()
+	// No address-space limit: this is the test process itself.
+	w.send(t, &message{Kind: kindInit, Init: &initMessage{MemoryLimitMB: 1024}})
+	if m := w.recv(t); m.Kind != kindReady || m.Ready == nil {
+		t.Fatalf("handshake: %+v", m)
+	}
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	return w
+}
+
+func (w *workerPipe) send(t *testing.T, m *message) {
+	t.Helper()
+	if err := writeFrame(w.toWorker, m, maxParentFrame); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *workerPipe) recv(t *testing.T) *message {
+	t.Helper()
+	m, err := readFrame(w.fromWorker, maxWorkerFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (w *workerPipe) exitCode(t *testing.T) int {
+	t.Helper()
+	select {
+	case c := <-w.exit:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not exit")
+		return -1
+	}
+}
+
+// echoDispatch calls the host once and returns its answer as the result.
+func echoDispatch(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+	ans, err := host.Dispatch(ctx, "p", "t", job.Code)
+	if err != nil {
+		return &protocol.ExecuteResult{Error: err.Error(), HasError: true}
+	}
+	return &protocol.ExecuteResult{ResultJSON: ans}
+}
+
+func TestWorkerRoutesAnswersByID(t *testing.T) {
+	w := startWorker(t, echoDispatch)
+	w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{Code: "[1]"}})
+	call := w.recv(t)
+	if call.Kind != kindDispatch || call.Provider != "p" || call.Tool != "t" || call.Args != "[1]" || call.ID == 0 {
+		t.Fatalf("call %+v", call)
+	}
+	// An answer to a call that does not exist is ignored.
+	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID + 100, Answer: "stray"})
+	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID, Answer: `{"result":2}`})
+	if res := w.recv(t); res.Kind != kindResult || res.Result.ResultJSON != `{"result":2}` {
+		t.Fatalf("result %+v", res)
+	}
+	// The next run numbers its call past the first one.
+	w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{Code: "[2]"}})
+	if next := w.recv(t); next.ID <= call.ID {
+		t.Fatalf("call ids did not grow: %d then %d", call.ID, next.ID)
+	}
+}
+
+func TestWorkerHostErrorCrossesAsError(t *testing.T) {
+	w := startWorker(t, echoDispatch)
+	w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
+	call := w.recv(t)
+	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID, HasErr: true, Err: "down"})
+	if res := w.recv(t); !res.Result.HasError || res.Result.Error != "down" {
+		t.Fatalf("result %+v", res.Result)
+	}
+}
+
+func TestWorkerCancelReachesTheRun(t *testing.T) {
+	w := startWorker(t, func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+		<-ctx.Done()
+		return &protocol.ExecuteResult{Error: "stopped: " + context.Cause(ctx).Error(), HasError: true}
+	})
+	w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
+	w.send(t, &message{Kind: kindCancel})
+	if res := w.recv(t); res.Result.Error != "stopped: context canceled" {
+		t.Fatalf("result %+v", res.Result)
+	}
+}
+
+func TestWorkerProtocolViolations(t *testing.T) {
+	block := func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+		return &protocol.ExecuteResult{}
+	}
+	t.Run("second job while one runs", func(t *testing.T) {
+		w := startWorker(t, block)
+		w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
+		w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
+		if c := w.exitCode(t); c != exitBadFrame {
+			t.Fatalf("exit %d", c)
+		}
+	})
+	t.Run("unknown kind", func(t *testing.T) {
+		w := startWorker(t, block)
+		w.send(t, &message{Kind: "gossip"})
+		if c := w.exitCode(t); c != exitBadFrame {
+			t.Fatalf("exit %d", c)
+		}
+	})
+	t.Run("job without a job", func(t *testing.T) {
+		w := startWorker(t, block)
+		w.send(t, &message{Kind: kindJob})
+		if c := w.exitCode(t); c != exitBadFrame {
+			t.Fatalf("exit %d", c)
+		}
+	})
+	t.Run("garbage", func(t *testing.T) {
+		w := startWorker(t, block)
+		w.toWorker.Write([]byte{0, 0, 0, 3, 'a', 'b', 'c'})
+		if c := w.exitCode(t); c != exitBadFrame {
+			t.Fatalf("exit %d", c)
+		}
+	})
+	t.Run("parent gone", func(t *testing.T) {
+		w := startWorker(t, block)
+		w.toWorker.Close()
+		if c := w.exitCode(t); c != exitParentGone {
+			t.Fatalf("exit %d", c)
+		}
+	})
+}
+
+func TestOptionsDefaultsAndValidation(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.PoolSize < 1 || o.QueueBound != DefaultQueueBound || o.MemoryLimitMB != protocol.DefaultMemoryLimitMB ||
+		o.DefaultTimeoutMs != protocol.DefaultTimeout || o.MaxRunsPerWorker != DefaultMaxRunsPerWorker ||
+		o.HandlesIdleTimeout != protocol.DefaultHandlesIdleTimeout*time.Millisecond || len(o.WorkerCommand) != 1 {
+		t.Fatalf("defaults %+v", o)
+	}
+	if o, _ := (Options{QueueBound: -1, DefaultTimeoutMs: 1 << 40}).withDefaults(); o.QueueBound != 0 || o.DefaultTimeoutMs != protocol.MaxSupportedTimeout {
+		t.Fatalf("queue %d, timeout %d", o.QueueBound, o.DefaultTimeoutMs)
+	}
+	for _, bad := range []Options{{PoolSize: -1}, {MemoryLimitMB: -5}, {KillGrace: -1}} {
+		if _, err := New(bad); err == nil {
+			t.Fatalf("New(%+v) accepted a negative option", bad)
+		}
+	}
+}
+
+func TestInvalidTimeoutIsDeclared(t *testing.T) {
+	e := newScripted(t, Options{PoolSize: 1})
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid", Timeout: protocol.TimeoutOf(-1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want *protocol.InvalidTimeoutError
+	if !res.HasError || res.Error != (&protocol.InvalidTimeoutError{Millis: -1}).Error() {
+		t.Fatalf("got %+v, want %T's text", res, want)
+	}
+}
