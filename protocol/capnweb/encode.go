@@ -1,0 +1,587 @@
+package capnweb
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// errTooDeep is the JavaScript sender's text for a value nested too deep.
+const errTooDeep = "Serialization exceeded maximum allowed depth. (Does the message contain cycles?)"
+
+// encoder writes one message as JSON.stringify would, turning stubs,
+// promises and callable values into references of its session. It runs
+// with the session's lock held; exports it creates are committed only if
+// the whole message encodes.
+type encoder struct {
+	s        *Session // nil: stubs and targets cannot be encoded
+	buf      []byte
+	maxDepth int
+	pending  []*export  // new exports, committed with the message
+	dups     []*Stub    // handles taken on stubs of other sessions
+	post     []func()   // run after the session lock is released
+	promises []*export  // promise exports whose resolve must be sent
+	foreign  []*Promise // the promises those exports wait for, in order
+}
+
+func (e *encoder) fail(format string, args ...any) error {
+	return &Error{Name: "TypeError", Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *encoder) value(v any, depth int) error {
+	if depth >= e.maxDepth {
+		return &Error{Name: "TypeError", Message: errTooDeep}
+	}
+	switch x := v.(type) {
+	case nil:
+		e.buf = append(e.buf, "null"...)
+	case UndefinedValue:
+		e.buf = append(e.buf, `["undefined"]`...)
+	case bool:
+		e.buf = strconv.AppendBool(e.buf, x)
+	case string:
+		e.buf = appendString(e.buf, x)
+	case float64:
+		e.number(x)
+	case float32:
+		e.number(float64(x))
+	case int:
+		e.number(float64(x))
+	case int8:
+		e.number(float64(x))
+	case int16:
+		e.number(float64(x))
+	case int32:
+		e.number(float64(x))
+	case int64:
+		e.number(float64(x))
+	case uint:
+		e.number(float64(x))
+	case uint8:
+		e.number(float64(x))
+	case uint16:
+		e.number(float64(x))
+	case uint32:
+		e.number(float64(x))
+	case uint64:
+		e.number(float64(x))
+	case *big.Int:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		e.buf = append(e.buf, `["bigint","`...)
+		e.buf = x.Append(e.buf, 10)
+		e.buf = append(e.buf, `"]`...)
+	case big.Int:
+		return e.value(&x, depth)
+	case time.Time:
+		if x.IsZero() {
+			e.buf = append(e.buf, `["date",null]`...)
+			return nil
+		}
+		e.buf = append(e.buf, `["date",`...)
+		e.number(float64(x.UnixMilli()))
+		e.buf = append(e.buf, ']')
+	case []byte:
+		e.bytes(x, "")
+	case Bytes:
+		return e.typedBytes(x)
+	case *Bytes:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.typedBytes(*x)
+	case *url.URL:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		e.buf = append(e.buf, `["url",`...)
+		e.buf = appendString(e.buf, x.String())
+		e.buf = append(e.buf, ']')
+	case Headers:
+		e.buf = append(e.buf, `["headers",[`...)
+		for i, h := range x {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.buf = append(e.buf, '[')
+			e.buf = appendString(e.buf, h[0])
+			e.buf = append(e.buf, ',')
+			e.buf = appendString(e.buf, h[1])
+			e.buf = append(e.buf, ']')
+		}
+		e.buf = append(e.buf, "]]"...)
+	case *Error:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.errorValue(x, depth)
+	case *Thrown:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.value(x.Value, depth)
+	case []any:
+		if x == nil {
+			// A nil slice is still an array, as in JSON.stringify of [].
+			e.buf = append(e.buf, "[[]]"...)
+			return nil
+		}
+		e.buf = append(e.buf, "[["...)
+		for i, el := range x {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			if err := e.value(el, depth+1); err != nil {
+				return err
+			}
+		}
+		e.buf = append(e.buf, "]]"...)
+	case map[string]any:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		e.buf = append(e.buf, '{')
+		for i, k := range sortedKeys(x) {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.buf = appendString(e.buf, k)
+			e.buf = append(e.buf, ':')
+			if err := e.value(x[k], depth+1); err != nil {
+				return err
+			}
+		}
+		e.buf = append(e.buf, '}')
+	case Object:
+		return e.object(x, depth)
+	case *Stub:
+		return e.stub(x)
+	case *Promise:
+		return e.promise(x, depth)
+	case Target:
+		return e.export(x)
+	case func(context.Context, []any) (any, error):
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.export(Func(x))
+	case error:
+		return e.errorValue(errorToJS(x), depth)
+	default:
+		return e.reflectValue(reflect.ValueOf(v), depth)
+	}
+	return nil
+}
+
+func (e *encoder) number(f float64) {
+	switch {
+	case math.IsNaN(f):
+		e.buf = append(e.buf, `["nan"]`...)
+	case math.IsInf(f, 1):
+		e.buf = append(e.buf, `["inf"]`...)
+	case math.IsInf(f, -1):
+		e.buf = append(e.buf, `["-inf"]`...)
+	default:
+		e.buf = appendNumber(e.buf, f)
+	}
+}
+
+func (e *encoder) bytes(b []byte, marker string) {
+	e.buf = append(e.buf, `["bytes","`...)
+	e.buf = base64.RawStdEncoding.AppendEncode(e.buf, b)
+	e.buf = append(e.buf, '"')
+	if marker != "" {
+		e.buf = append(e.buf, ',')
+		e.buf = appendString(e.buf, marker)
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (e *encoder) typedBytes(b Bytes) error {
+	if b.Type != "" {
+		size, ok := bytesElemSize[b.Type]
+		if !ok {
+			return e.fail("Cannot serialize value: unknown byte array type %q", b.Type)
+		}
+		if len(b.Data)%size != 0 {
+			return e.fail("Cannot serialize value: %d bytes is not a whole number of %s elements", len(b.Data), b.Type)
+		}
+	}
+	e.bytes(b.Data, b.Type)
+	return nil
+}
+
+func (e *encoder) object(o Object, depth int) error {
+	e.buf = append(e.buf, '{')
+	for i, f := range o {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = appendString(e.buf, f.Key)
+		e.buf = append(e.buf, ':')
+		if err := e.value(f.Value, depth+1); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
+	return nil
+}
+
+// errorValue writes ["error",name,message] or, with a stack or props, the
+// five-element form with null in the stack slot when there is none.
+func (e *encoder) errorValue(x *Error, depth int) error {
+	name := x.Name
+	if name == "" {
+		name = "Error"
+	}
+	e.buf = append(e.buf, `["error",`...)
+	e.buf = appendString(e.buf, name)
+	e.buf = append(e.buf, ',')
+	e.buf = appendString(e.buf, x.Message)
+	if x.Stack == "" && len(x.Props) == 0 {
+		e.buf = append(e.buf, ']')
+		return nil
+	}
+	e.buf = append(e.buf, ',')
+	if x.Stack == "" {
+		e.buf = append(e.buf, "null"...)
+	} else {
+		e.buf = appendString(e.buf, x.Stack)
+	}
+	if len(x.Props) > 0 {
+		e.buf = append(e.buf, ',')
+		if err := e.object(x.Props, depth+1); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, ']')
+	return nil
+}
+
+// errorToJS converts a Go error to the error a JavaScript peer receives:
+// an *Error anywhere in the chain as is, else its text, with a code
+// property when it carries a fault code.
+func errorToJS(err error) *Error {
+	var je *Error
+	if errors.As(err, &je) {
+		return je
+	}
+	out := &Error{Name: "Error", Message: err.Error()}
+	if c := protocol.CodeOf(err); c != "" {
+		out.Props = Object{{Key: "code", Value: string(c)}}
+	}
+	return out
+}
+
+// stub writes a reference to a peer object: ["import",id] when it belongs
+// to this session, else a new export that forwards to it.
+func (e *encoder) stub(st *Stub) error {
+	if st == nil {
+		e.buf = append(e.buf, "null"...)
+		return nil
+	}
+	if e.s == nil {
+		return e.fail("Cannot serialize value: stub outside a session")
+	}
+	if st.sess == e.s {
+		if st.released.Load() || st.ent.dropped {
+			return e.fail("Attempted to use RPC stub after it has been disposed.")
+		}
+		e.buf = append(e.buf, `["import",`...)
+		e.buf = strconv.AppendInt(e.buf, st.ent.id, 10)
+		e.buf = append(e.buf, ']')
+		return nil
+	}
+	d := st.Dup()
+	if d.released.Load() {
+		return e.fail("Attempted to use RPC stub after it has been disposed.")
+	}
+	e.dups = append(e.dups, d)
+	return e.export(d)
+}
+
+// export writes ["export",-N] with a fresh id for a local object; the peer
+// releases it when done.
+func (e *encoder) export(v any) error {
+	if e.s == nil {
+		return e.fail("Cannot serialize value: callable outside a session")
+	}
+	id := e.s.nextExport
+	e.s.nextExport--
+	e.pending = append(e.pending, &export{id: id, refcount: 1, value: v})
+	e.buf = append(e.buf, `["export",`...)
+	e.buf = strconv.AppendInt(e.buf, id, 10)
+	e.buf = append(e.buf, ']')
+	return nil
+}
+
+// promise writes a promise: a pipeline reference when it is an unsettled
+// result of this session, its value when settled, and otherwise a promise
+// export resolved later.
+func (e *encoder) promise(p *Promise, depth int) error {
+	if p == nil {
+		e.buf = append(e.buf, "null"...)
+		return nil
+	}
+	if e.s == nil {
+		return e.fail("Cannot serialize value: promise outside a session")
+	}
+	if p.sess == e.s && p.ent != nil && !p.ent.dropped && !p.ent.cell.isSettled() {
+		e.buf = append(e.buf, `["pipeline",`...)
+		e.buf = strconv.AppendInt(e.buf, p.ent.id, 10)
+		if len(p.path) > 0 {
+			e.buf = append(e.buf, ',')
+			e.path(p.path)
+		}
+		e.buf = append(e.buf, ']')
+		return nil
+	}
+	if v, err, ok := p.peek(); ok {
+		if err != nil {
+			return e.fail("Cannot serialize value: a rejected promise (%v)", err)
+		}
+		return e.value(v, depth)
+	}
+	id := e.s.nextExport
+	e.s.nextExport--
+	ex := &export{id: id, refcount: 1, prom: newCell(), pulled: true}
+	e.pending = append(e.pending, ex)
+	e.promises = append(e.promises, ex)
+	e.foreign = append(e.foreign, p)
+	e.buf = append(e.buf, `["promise",`...)
+	e.buf = strconv.AppendInt(e.buf, id, 10)
+	e.buf = append(e.buf, ']')
+	return nil
+}
+
+func (e *encoder) path(path []string) {
+	e.buf = append(e.buf, '[')
+	for i, p := range path {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = appendString(e.buf, p)
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
+	switch rv.Kind() {
+	case reflect.Invalid:
+		e.buf = append(e.buf, "null"...)
+		return nil
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.value(rv.Elem().Interface(), depth+1)
+	case reflect.Bool:
+		e.buf = strconv.AppendBool(e.buf, rv.Bool())
+	case reflect.String:
+		e.buf = appendString(e.buf, rv.String())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		e.number(float64(rv.Int()))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		e.number(float64(rv.Uint()))
+	case reflect.Float32, reflect.Float64:
+		e.number(rv.Float())
+	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
+			e.bytes(rv.Bytes(), "")
+			return nil
+		}
+		e.buf = append(e.buf, "[["...)
+		for i := 0; i < rv.Len(); i++ {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			if err := e.value(rv.Index(i).Interface(), depth+1); err != nil {
+				return err
+			}
+		}
+		e.buf = append(e.buf, "]]"...)
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return e.fail("Cannot serialize value: map with %s keys", rv.Type().Key())
+		}
+		if rv.IsNil() {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		m := make(map[string]reflect.Value, rv.Len())
+		for it := rv.MapRange(); it.Next(); {
+			m[it.Key().String()] = it.Value()
+		}
+		e.buf = append(e.buf, '{')
+		for i, k := range sortedKeys(m) {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.buf = appendString(e.buf, k)
+			e.buf = append(e.buf, ':')
+			if err := e.value(m[k].Interface(), depth+1); err != nil {
+				return err
+			}
+		}
+		e.buf = append(e.buf, '}')
+	case reflect.Struct:
+		e.buf = append(e.buf, '{')
+		n := 0
+		for _, f := range structFields(rv.Type()) {
+			fv := rv.FieldByIndex(f.index)
+			if f.omitEmpty && fv.IsZero() {
+				continue
+			}
+			if n > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			n++
+			e.buf = appendString(e.buf, f.name)
+			e.buf = append(e.buf, ':')
+			if err := e.value(fv.Interface(), depth+1); err != nil {
+				return err
+			}
+		}
+		e.buf = append(e.buf, '}')
+	default:
+		return e.fail("Cannot serialize value: %s", rv.Type())
+	}
+	return nil
+}
+
+type structField struct {
+	name      string
+	index     []int
+	omitEmpty bool
+}
+
+var structCache sync.Map // reflect.Type → []structField
+
+// structFields lists the fields encoding/json would write, with their
+// json tag names, embedded structs flattened.
+func structFields(t reflect.Type) []structField {
+	if c, ok := structCache.Load(t); ok {
+		return c.([]structField)
+	}
+	var out []structField
+	var walk func(t reflect.Type, index []int)
+	walk = func(t reflect.Type, index []int) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			idx := append(append([]int(nil), index...), i)
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+				walk(f.Type, idx)
+				continue
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			out = append(out, structField{name: name, index: idx, omitEmpty: strings.Contains(opts, "omitempty")})
+		}
+	}
+	walk(t, nil)
+	structCache.Store(t, out)
+	return out
+}
+
+// appendString writes s as JSON.stringify does: only '"', '\\' and control
+// characters are escaped (lower-case hex), everything else is raw UTF-8.
+// Bytes that are not UTF-8 become U+FFFD, since a JavaScript string cannot
+// hold them.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"':
+				b = append(b, '\\', '"')
+			case '\\':
+				b = append(b, '\\', '\\')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendNumber writes a finite number as JavaScript's Number#toString does:
+// plain digits from 1e-6 up to 1e21, exponent form outside, -0 as 0.
+func appendNumber(b []byte, f float64) []byte {
+	if f == 0 {
+		return append(b, '0')
+	}
+	abs := math.Abs(f)
+	if abs >= 1e-6 && abs < 1e21 {
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'e', -1, 64)
+	// Go writes e-07 and e+07; JavaScript writes e-7 and e+7.
+	n := len(b)
+	if n-start >= 4 && b[n-4] == 'e' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
+	}
+	return b
+}

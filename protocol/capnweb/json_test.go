@@ -1,0 +1,111 @@
+package capnweb
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The parser agrees with encoding/json on valid input and rejects what
+// JSON.parse rejects.
+func TestParseJSON(t *testing.T) {
+	valid := []string{
+		`null`, `true`, `false`, `0`, `-0`, `1.5e-7`, `1E+21`, `-12.25`, `""`, `"a\"b\\c\/d\b\f\n\r\t"`,
+		`"\u00e9\u2028"`, `"\ud83d\ude00"`, `"héllo"`, `[]`, `[1,[2,[3]]]`, `{}`, `{"a":1,"b":[true,null]}`,
+		` [ 1 , 2 ] `, `{"a":1,"a":2}`,
+	}
+	for _, s := range valid {
+		got, err := parseJSON([]byte(s), 100)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		got = plainJSON(got)
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		var want any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: got %#v, want %#v", s, got, want)
+		}
+	}
+	invalid := []string{
+		``, `[`, `[1,]`, `{"a":1,}`, `{a:1}`, `01`, `1.`, `.5`, `1e`, `+1`, `"abc`, "\"a\x01\"", `"\x"`,
+		`"\u12"`, `tru`, `nul`, `[1 2]`, `{"a" 1}`, `1 2`, `NaN`, `Infinity`, `'a'`,
+	}
+	for _, s := range invalid {
+		if _, err := parseJSON([]byte(s), 100); err == nil {
+			t.Fatalf("%q was accepted", s)
+		}
+	}
+	// Lone surrogates and invalid UTF-8 become U+FFFD.
+	for in, want := range map[string]string{`"\ud800"`: "\ufffd", `"\ud800\u0041"`: "\ufffdA", `"\udc00x"`: "\ufffdx", "\"\xff\"": "\ufffd"} {
+		got, err := parseJSON([]byte(in), 10)
+		if err != nil || got != want {
+			t.Fatalf("%q: got %q %v, want %q", in, got, err, want)
+		}
+	}
+	if _, err := parseJSON([]byte(strings.Repeat("[", 50)+strings.Repeat("]", 50)), 40); err == nil {
+		t.Fatal("nesting beyond the bound was accepted")
+	}
+}
+
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`"\ud83d\ude00\u00e9"`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := parseJSON(data, 1000)
+		valid := json.Valid(data)
+		var want any
+		var werr error
+		if valid {
+			dec := json.NewDecoder(strings.NewReader(string(data)))
+			dec.UseNumber()
+			werr = dec.Decode(&want)
+		} else {
+			werr = errTrailing
+		}
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: parser err %v, encoding/json err %v", data, err, werr)
+		}
+		if err == nil && !reflect.DeepEqual(plainJSON(got), want) {
+			t.Fatalf("%q: got %#v, want %#v", data, got, want)
+		}
+	})
+}
+
+var errTrailing = &jsonError{msg: "trailing"}
+
+// plainJSON turns rawObjects into maps, the form encoding/json produces.
+func plainJSON(v any) any {
+	switch x := v.(type) {
+	case rawObject:
+		m := make(map[string]any, len(x))
+		for _, f := range x {
+			m[f.Key] = plainJSON(f.Value)
+		}
+		return m
+	case []any:
+		for i := range x {
+			x[i] = plainJSON(x[i])
+		}
+	}
+	return v
+}
+
+// Key order survives parsing; a repeated key keeps its first place and
+// its last value, as with JSON.parse.
+func TestParseJSONKeyOrder(t *testing.T) {
+	got, err := parseJSON([]byte(`{"z":1,"a":2,"z":3,"m":4}`), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rawObject{{Key: "z", Value: json.Number("3")}, {Key: "a", Value: json.Number("2")}, {Key: "m", Value: json.Number("4")}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v", got)
+	}
+}

@@ -1,0 +1,70 @@
+package capnweb
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/coder/websocket"
+)
+
+// NewWebSocketTransport adapts an open WebSocket: one text frame per
+// message, never binary. A received binary frame is a *ProtocolError (the
+// session aborts and closes with 3000); a message longer than readLimit
+// (<= 0: 1 MiB) makes the WebSocket library close the connection with
+// 1009.
+func NewWebSocketTransport(conn *websocket.Conn, readLimit int64) Transport {
+	if readLimit <= 0 {
+		readLimit = DefaultMaxMessageSize
+	}
+	conn.SetReadLimit(readLimit)
+	return &wsTransport{conn: conn}
+}
+
+type wsTransport struct {
+	conn *websocket.Conn
+}
+
+func (w *wsTransport) ReadMessage(ctx context.Context) ([]byte, error) {
+	typ, data, err := w.conn.Read(ctx)
+	if err != nil {
+		var ce websocket.CloseError
+		if errors.As(err, &ce) {
+			return nil, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
+		}
+		return nil, err
+	}
+	if typ != websocket.MessageText {
+		return nil, &ProtocolError{Reason: "received a binary WebSocket frame; capnweb messages are JSON text frames"}
+	}
+	return data, nil
+}
+
+func (w *wsTransport) WriteMessage(ctx context.Context, msg []byte) error {
+	return w.conn.Write(ctx, websocket.MessageText, msg)
+}
+
+func (w *wsTransport) Close(code int, reason string) error {
+	return w.conn.Close(websocket.StatusCode(code), truncateReason(reason))
+}
+
+// Dial opens a WebSocket to url (no subprotocol unless opts.Dial asks for
+// one) and starts a session serving main (nil: nothing) over it.
+func Dial(ctx context.Context, url string, main Target, opts Options) (*Session, error) {
+	conn, _, err := websocket.Dial(ctx, url, opts.Dial)
+	if err != nil {
+		return nil, err
+	}
+	return NewSession(NewWebSocketTransport(conn, opts.withDefaults().MaxMessageSize), main, opts), nil
+}
+
+// Accept upgrades an HTTP request to a WebSocket (accepting a handshake
+// without a subprotocol) and starts a session serving main over it. The
+// handler may return at once or wait on the session's Done.
+func Accept(w http.ResponseWriter, r *http.Request, main Target, opts Options) (*Session, error) {
+	conn, err := websocket.Accept(w, r, opts.Accept)
+	if err != nil {
+		return nil, err
+	}
+	return NewSession(NewWebSocketTransport(conn, opts.withDefaults().MaxMessageSize), main, opts), nil
+}

@@ -1,0 +1,167 @@
+package capnweb
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// wsServer serves main over loopback WebSocket and returns its ws:// URL
+// and a channel of the server-side sessions.
+func wsServer(t *testing.T, main Target, opts Options) (string, chan *Session) {
+	t.Helper()
+	sessions := make(chan *Session, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, err := Accept(w, r, main, opts)
+		if err != nil {
+			return
+		}
+		sessions <- s
+	}))
+	t.Cleanup(func() {
+		for {
+			select {
+			case s := <-sessions:
+				s.Close()
+			default:
+				srv.Close()
+				return
+			}
+		}
+	})
+	return "ws" + strings.TrimPrefix(srv.URL, "http"), sessions
+}
+
+func TestWebSocketGoToGo(t *testing.T) {
+	var kept sync.Map
+	url, sessions := wsServer(t, testMain(&kept), Options{})
+	ctx := ctx10(t)
+	c, err := Dial(ctx, url, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := <-sessions
+	if v, err := c.Main().Call(ctx, "add", 1, 2); err != nil || v != 3.0 {
+		t.Fatalf("add = %v %v", v, err)
+	}
+	cb := Func(func(ctx context.Context, args []any) (any, error) { return args[0].(float64) + 1, nil })
+	if v, err := c.Main().Call(ctx, "callConcurrently", cb, 20); err != nil || v != 20.0+190 {
+		t.Fatalf("callConcurrently = %v %v", v, err)
+	}
+	_, err = c.Main().Call(ctx, "fail")
+	var je *Error
+	if !errors.As(err, &je) || je.Code() != "E_BAD" {
+		t.Fatalf("fail = %v", err)
+	}
+	p1 := c.Main().Invoke("add", 1, 2)
+	if v, err := c.Main().Call(ctx, "add", p1, 10); err != nil || v != 13.0 {
+		t.Fatalf("pipelined = %v %v", v, err)
+	}
+	p1.Release()
+	waitStats(t, srv, Stats{Imports: 1, Exports: 1})
+	waitStats(t, c, Stats{Imports: 1, Exports: 1})
+
+	// The server closing mid-call fails the client's pending call with
+	// the close code and reason.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Main().Call(context.Background(), "block")
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	srv.Close()
+	err = <-errc
+	var be *BrokenError
+	if !errors.As(err, &be) || protocol.CodeOf(err) != protocol.CodeConnectionBroken || be.CloseCode != 1000 || be.Reason != "RPC session was closed" {
+		t.Fatalf("err = %#v", err)
+	}
+}
+
+// A binary frame aborts the session: an abort message, then close 3000.
+func TestWebSocketBinaryFrameAborts(t *testing.T) {
+	url, _ := wsServer(t, Methods{}, Options{})
+	ctx := ctx10(t)
+	conn, resp, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if p := resp.Header.Get("Sec-WebSocket-Protocol"); p != "" {
+		t.Fatalf("server chose subprotocol %q", p)
+	}
+	if err := conn.Write(ctx, websocket.MessageBinary, []byte("[\"push\"]")); err != nil {
+		t.Fatal(err)
+	}
+	typ, msg, err := conn.Read(ctx)
+	if err != nil || typ != websocket.MessageText || !strings.HasPrefix(string(msg), `["abort",["error","Error","received a binary WebSocket frame`) {
+		t.Fatalf("got %v %s %v", typ, msg, err)
+	}
+	_, _, err = conn.Read(ctx)
+	if websocket.CloseStatus(err) != 3000 {
+		t.Fatalf("close = %v", err)
+	}
+}
+
+// The read limit bounds a message.
+func TestWebSocketReadLimit(t *testing.T) {
+	url, sessions := wsServer(t, echoMain(), Options{MaxMessageSize: 1024})
+	ctx := ctx10(t)
+	c, err := Dial(ctx, url, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if v, err := c.Main().Call(ctx, "echo", "small"); err != nil || v != "small" {
+		t.Fatalf("small = %v %v", v, err)
+	}
+	_, err = c.Main().Call(ctx, "echo", strings.Repeat("x", 4096))
+	if protocol.CodeOf(err) != protocol.CodeConnectionBroken {
+		t.Fatalf("oversized call: %v", err)
+	}
+	srv := <-sessions
+	<-srv.Done()
+}
+
+// Sessions over a real WebSocket leave no goroutine behind once both ends
+// and the server are closed, also after callbacks and a mid-call close.
+func TestWebSocketNoGoroutineLeak(t *testing.T) {
+	base := runtime.NumGoroutine()
+	func() {
+		var kept sync.Map
+		sessions := make(chan *Session, 4)
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s, err := Accept(w, r, testMain(&kept), Options{}); err == nil {
+				sessions <- s
+			}
+		}))
+		defer hs.Close()
+		ctx := ctx10(t)
+		c, err := Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb := Func(func(ctx context.Context, args []any) (any, error) { return 1.0, nil })
+		for i := 0; i < 100; i++ {
+			if _, err := c.Main().Call(ctx, "callMany", cb, 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		go c.Main().Call(context.Background(), "block")
+		time.Sleep(20 * time.Millisecond)
+		c.Close()
+		srv := <-sessions
+		<-srv.Done()
+		srv.Close()
+	}()
+	settleGoroutines(t, base)
+}
