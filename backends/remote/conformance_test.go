@@ -1,0 +1,38 @@
+package remote_test
+
+import (
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/executorapi"
+	"github.com/supolka/codemode-gateway/protocol/executortest"
+)
+
+func TestMain(m *testing.M) {
+	// The local backend behind the test server re-executes this binary as
+	// its workers.
+	local.RunWorkerIfRequested()
+	os.Exit(m.Run())
+}
+
+// TestConformanceThroughTheWire runs the executor conformance suite against
+// the local backend behind an executor server, through the remote backend:
+// the same suite the local backend passes directly. Each case dials its own
+// connection to the one server.
+func TestConformanceThroughTheWire(t *testing.T) {
+	backend, err := local.New(local.Options{PoolSize: 2, QueueBound: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	url, _ := serve(t, backend, executorapi.ServerOptions{})
+	var mu sync.Mutex
+	executortest.Run(t, func(t *testing.T) protocol.Executor {
+		mu.Lock()
+		defer mu.Unlock()
+		return dial(t, url)
+	})
+}

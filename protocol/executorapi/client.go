@@ -1,0 +1,150 @@
+package executorapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
+)
+
+// Client calls ExecutorApi on one capnweb session. It implements
+// protocol.Executor except Close, which belongs to whoever owns the
+// session; backends/remote adds dialing and reconnection around it.
+type Client struct {
+	main *capnweb.Stub
+}
+
+// Handshake calls protocolVersion() on the session's main object and
+// returns a Client when the versions are equal. A different version is
+// PROTOCOL_MISMATCH; a failed call is CONNECTION_REJECTED.
+func Handshake(ctx context.Context, sess *capnweb.Session) (*Client, error) {
+	v, err := sess.Main().Call(ctx, "protocolVersion")
+	if err != nil {
+		return nil, protocol.Faultf(protocol.CodeConnectionRejected, fmt.Errorf("executor protocol handshake failed: %w", err))
+	}
+	n, ok := v.(float64)
+	if !ok || n != protocol.ProtocolVersion {
+		return nil, protocolMismatch("the server speaks executor protocol %v and this client %d", v, protocol.ProtocolVersion)
+	}
+	return &Client{main: sess.Main()}, nil
+}
+
+// Ping calls protocolVersion() again: the server answers, and still speaks
+// this client's version.
+func (c *Client) Ping(ctx context.Context) error {
+	v, err := c.main.Call(ctx, "protocolVersion")
+	if err != nil {
+		return Rehydrate(err)
+	}
+	if n, ok := v.(float64); !ok || n != protocol.ProtocolVersion {
+		return protocolMismatch("the server now speaks executor protocol %v and this client %d", v, protocol.ProtocolVersion)
+	}
+	return nil
+}
+
+// Execute implements protocol.Executor.
+func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	opts, err := optionsToWire(req)
+	if err != nil {
+		var kind *protocol.UnsupportedModuleKindError
+		if errors.As(err, &kind) {
+			// The map cannot cross the wire; the model reads why, in the
+			// envelope, exactly as the local executor reports it.
+			return &protocol.ExecuteResult{Error: kind.Error(), HasError: true}, nil
+		}
+		return nil, err
+	}
+	var dispatch any // null when the request carries no tools
+	if req.Dispatch != nil {
+		dispatch = dispatchFunc(req.Dispatch)
+	}
+	args := []any{req.Code, providersToWire(req.Providers), opts, dispatch, string(req.Outbound.Mode())}
+	if fn := req.Outbound.Func(); fn != nil {
+		args = append(args, outboundFunc(fn))
+	}
+	v, err := c.main.Call(ctx, "execute", args...)
+	if err != nil {
+		return nil, Rehydrate(err)
+	}
+	return resultFromWire(v)
+}
+
+// InvokeHandle implements protocol.Executor.
+func (c *Client) InvokeHandle(ctx context.Context, executionID, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	v, err := c.main.Call(ctx, "invokeHandle", executionID, handle, requestToWire(req))
+	if err != nil {
+		return protocol.OutboundResponse{}, Rehydrate(err)
+	}
+	resp, err := responseFromWire(v)
+	if err != nil {
+		return resp, protocolMismatch("invokeHandle answered outside the response shape: %v", err)
+	}
+	return resp, nil
+}
+
+// CloseHandles implements protocol.Executor.
+func (c *Client) CloseHandles(ctx context.Context, executionID string) error {
+	_, err := c.main.Call(ctx, "closeHandles", executionID)
+	return Rehydrate(err)
+}
+
+// Rehydrate turns an error that crossed the wire back into a typed error:
+// one with a code from the taxonomy becomes the protocol package's fault
+// (protocol.Rehydrate); a broken session stays the CONNECTION_BROKEN error
+// it is; anything else (a user error, a provider rejection) passes through
+// untouched.
+func Rehydrate(err error) error {
+	var e *capnweb.Error
+	if err == nil || !errors.As(err, &e) {
+		return err
+	}
+	code := e.Code()
+	if !protocol.Code(code).Known() {
+		return err
+	}
+	var props map[string]any
+	for _, f := range e.Props {
+		if f.Key == "code" {
+			continue
+		}
+		if props == nil {
+			props = map[string]any{}
+		}
+		props[f.Key] = f.Value
+	}
+	return protocol.Rehydrate(e.Message, protocol.Code(code), props)
+}
+
+// dispatchFunc exports a DispatchFunc as a callable capnweb value with the
+// contract's signature (provider, tool, argsJson) => Promise<string>.
+func dispatchFunc(fn protocol.DispatchFunc) capnweb.Func {
+	return func(ctx context.Context, args []any) (any, error) {
+		capnweb.Detach(ctx) // tool calls of one run are answered concurrently
+		provider, ok1 := arg(args, 0).(string)
+		tool, ok2 := arg(args, 1).(string)
+		argsJSON, ok3 := arg(args, 2).(string)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, shapeError("dispatch(provider, tool, argsJson) takes three strings")
+		}
+		return fn(ctx, provider, tool, argsJSON)
+	}
+}
+
+// outboundFunc exports an OutboundFunc as a callable capnweb value with the
+// contract's signature (request) => Promise<response>.
+func outboundFunc(fn protocol.OutboundFunc) capnweb.Func {
+	return func(ctx context.Context, args []any) (any, error) {
+		capnweb.Detach(ctx) // so are outbound requests
+		req, err := requestFromWire(arg(args, 0))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := fn(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return responseToWire(resp), nil
+	}
+}

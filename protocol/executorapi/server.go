@@ -1,0 +1,300 @@
+package executorapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
+)
+
+// DefaultResponseLimit bounds, in bytes of its JSON form, each result
+// envelope and handle response a server sends: capnweb's default message
+// ceiling (1 MiB) less 64 KiB for the message around it. A run that stays
+// inside every bound of the contract answers far below it.
+const DefaultResponseLimit = 1<<20 - 64<<10
+
+// ServerOptions configures a Server.
+type ServerOptions struct {
+	// ResponseLimit bounds each result envelope and handle response;
+	// DefaultResponseLimit when 0. Above it the call fails with
+	// RESPONSE_TOO_LARGE.
+	ResponseLimit int
+	// AllowBeforeHandshake serves calls made before protocolVersion().
+	// By default they are refused with PROTOCOL_MISMATCH.
+	AllowBeforeHandshake bool
+	// Session configures the capnweb sessions ServeHTTP accepts.
+	Session capnweb.Options
+}
+
+// Server exposes a protocol.Executor as the contract's ExecutorApi. Handles
+// are keyed on the executor, not on the connection: any connection to the
+// same Server may invoke the handles another was granted.
+type Server struct {
+	exec protocol.Executor
+	opts ServerOptions
+
+	mu sync.Mutex
+	// kept holds the duplicated outbound stub of each retained execution
+	// in the stub mode, released when its handles close or its session ends.
+	kept map[string]*capnweb.Stub
+}
+
+// NewServer returns a Server for exec.
+func NewServer(exec protocol.Executor, opts ServerOptions) *Server {
+	if opts.ResponseLimit <= 0 {
+		opts.ResponseLimit = DefaultResponseLimit
+	}
+	return &Server{exec: exec, opts: opts, kept: map[string]*capnweb.Stub{}}
+}
+
+// Target returns the main object for one new connection.
+func (s *Server) Target() capnweb.Target {
+	return &connection{srv: s}
+}
+
+// ServeHTTP upgrades the request to a WebSocket and serves ExecutorApi on
+// it until the session ends.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	opts := SessionOptions(s.opts.Session)
+	if opts.BaseContext == nil {
+		opts.BaseContext = r.Context()
+	}
+	sess, err := capnweb.Accept(w, r, s.Target(), opts)
+	if err != nil {
+		return // Accept has written the HTTP error
+	}
+	<-sess.Done()
+}
+
+// SessionOptions are base with what a session serving Target needs: plain
+// objects decoded in the order the caller wrote them, so that a json
+// module's value keeps its key order.
+func SessionOptions(base capnweb.Options) capnweb.Options {
+	base.KeepObjectOrder = true
+	return base
+}
+
+// Close releases every kept outbound stub. It does not close the executor.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	kept := s.kept
+	s.kept = map[string]*capnweb.Stub{}
+	s.mu.Unlock()
+	for _, st := range kept {
+		st.Release()
+	}
+	return nil
+}
+
+func (s *Server) keep(executionID string, st *capnweb.Stub) {
+	s.mu.Lock()
+	s.kept[executionID] = st
+	s.mu.Unlock()
+	// The duplicate is a reference into its session and goes with it.
+	go func() {
+		<-st.Session().Done()
+		s.drop(executionID, st)
+	}()
+}
+
+// drop releases the stub kept for executionID (only st, when st is not
+// nil, so that a later grant under the same id is left alone).
+func (s *Server) drop(executionID string, st *capnweb.Stub) {
+	s.mu.Lock()
+	cur, ok := s.kept[executionID]
+	if ok && (st == nil || cur == st) {
+		delete(s.kept, executionID)
+	}
+	s.mu.Unlock()
+	if ok && (st == nil || cur == st) {
+		cur.Release()
+	}
+}
+
+// connection is the main object of one connection.
+type connection struct {
+	srv        *Server
+	handshaken atomic.Bool
+}
+
+func (c *connection) CallMethod(ctx context.Context, name string, args []any) (any, error) {
+	if name == "protocolVersion" {
+		c.handshaken.Store(true)
+		return protocol.ProtocolVersion, nil
+	}
+	switch name {
+	case "execute", "invokeHandle", "closeHandles":
+	default:
+		return nil, capnweb.NotAFunction(name)
+	}
+	// An execution holds its call for the whole run; the connection's next
+	// call must not wait for it.
+	capnweb.Detach(ctx)
+	if !c.handshaken.Load() && !c.srv.opts.AllowBeforeHandshake {
+		return nil, protocolMismatch("call protocolVersion() before %s: this server speaks executor protocol %d", name, protocol.ProtocolVersion)
+	}
+	switch name {
+	case "execute":
+		return c.srv.execute(ctx, args)
+	case "invokeHandle":
+		return c.srv.invokeHandle(ctx, args)
+	default:
+		return c.srv.closeHandles(ctx, args)
+	}
+}
+
+func arg(args []any, i int) any {
+	if i < len(args) {
+		return args[i]
+	}
+	return capnweb.Undefined
+}
+
+func (s *Server) execute(ctx context.Context, args []any) (any, error) {
+	code, ok := arg(args, 0).(string)
+	if !ok {
+		return nil, shapeError("execute: code must be a string")
+	}
+	req := &protocol.ExecuteRequest{Code: code}
+	providers, err := providersFromWire(arg(args, 1))
+	if err != nil {
+		return nil, err
+	}
+	req.Providers = providers
+	if err := applyOptions(req, arg(args, 2)); err != nil {
+		var te *capnweb.Error
+		if errors.As(err, &te) {
+			return nil, err
+		}
+		// A module map the rules refuse is a declared failure: it goes to
+		// the model in the envelope, as the local executor reports it.
+		return resultToWire(protocol.ResultMessageOf(&protocol.ExecuteResult{Error: err.Error(), HasError: true})), nil
+	}
+	switch d := arg(args, 3).(type) {
+	case *capnweb.Stub:
+		req.Dispatch = stubDispatch(d)
+	default:
+		if !isAbsent(d) {
+			return nil, shapeError("execute: dispatch must be a function or null")
+		}
+	}
+	mode, _ := arg(args, 4).(string)
+	var kept *capnweb.Stub
+	switch protocol.OutboundMode(mode) {
+	case protocol.OutboundNative:
+	case protocol.OutboundDisabled:
+		req.Outbound = protocol.NoOutbound()
+	case protocol.OutboundStub:
+		st, ok := arg(args, 5).(*capnweb.Stub)
+		if !ok {
+			return nil, protocolMismatch("execute: outboundMode is 'stub' but no outbound function came with it")
+		}
+		if req.RetainHandles {
+			// A retained execution keeps fetching through the caller after
+			// this call returns, so the stub must outlive it.
+			kept = st.Dup()
+			st = kept
+		}
+		req.Outbound = protocol.OutboundVia(stubOutbound(st))
+	default:
+		return nil, protocolMismatch("execute: unknown outboundMode %q; this server speaks 'native', 'stub' and 'disabled'", mode)
+	}
+
+	res, err := s.exec.Execute(ctx, req)
+	if err != nil {
+		kept.Release()
+		return nil, err
+	}
+	msg := protocol.ResultMessageOf(res)
+	if size, err := wireSize(msg); err != nil || size > s.opts.ResponseLimit {
+		kept.Release()
+		if res.ExecutionID != "" {
+			_ = s.exec.CloseHandles(context.WithoutCancel(ctx), res.ExecutionID)
+		}
+		if err != nil {
+			return nil, protocol.Faultf(protocol.CodeInternal, err)
+		}
+		return nil, protocol.NewResponseTooLargeError(size, s.opts.ResponseLimit)
+	}
+	if kept != nil {
+		if res.ExecutionID != "" {
+			s.keep(res.ExecutionID, kept)
+		} else {
+			kept.Release()
+		}
+	}
+	return resultToWire(msg), nil
+}
+
+func wireSize(m protocol.ExecuteResultMessage) (int, error) {
+	b, err := m.MarshalJSON()
+	return len(b), err
+}
+
+func (s *Server) invokeHandle(ctx context.Context, args []any) (any, error) {
+	id, ok1 := arg(args, 0).(string)
+	handle, ok2 := arg(args, 1).(string)
+	if !ok1 || !ok2 {
+		return nil, shapeError("invokeHandle: executionId and handleName must be strings")
+	}
+	req, err := requestFromWire(arg(args, 2))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.exec.InvokeHandle(ctx, id, handle, req)
+	if err != nil {
+		if protocol.CodeOf(err) == protocol.CodeHandlesClosed {
+			s.drop(id, nil)
+		}
+		return nil, err
+	}
+	if size := protocol.HandleAnswerWireSize(resp); size > s.opts.ResponseLimit {
+		return nil, protocol.NewResponseTooLargeError(size, s.opts.ResponseLimit)
+	}
+	return responseToWire(resp), nil
+}
+
+func (s *Server) closeHandles(ctx context.Context, args []any) (any, error) {
+	id, ok := arg(args, 0).(string)
+	if !ok {
+		return nil, shapeError("closeHandles: executionId must be a string")
+	}
+	err := s.exec.CloseHandles(ctx, id)
+	if err == nil || protocol.CodeOf(err) == protocol.CodeHandlesClosed {
+		s.drop(id, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return capnweb.Undefined, nil
+}
+
+// stubDispatch calls the caller's dispatch function over the wire.
+func stubDispatch(st *capnweb.Stub) protocol.DispatchFunc {
+	return func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+		v, err := st.Call(ctx, "", provider, tool, argsJSON)
+		if err != nil {
+			return "", err
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", protocol.ErrOutsideEnvelope
+		}
+		return s, nil
+	}
+}
+
+// stubOutbound calls the caller's outbound function over the wire.
+func stubOutbound(st *capnweb.Stub) protocol.OutboundFunc {
+	return func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		v, err := st.Call(ctx, "", requestToWire(req))
+		if err != nil {
+			return protocol.OutboundResponse{}, err
+		}
+		return responseFromWire(v)
+	}
+}
