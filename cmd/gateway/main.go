@@ -3,9 +3,12 @@
 //
 // Subcommands:
 //
-//	gateway version        print the build version and the protocol version
-//
-// The serve, run and check-config subcommands arrive with the gateway issue.
+//	gateway serve --config FILE       serve the gateway of a configuration
+//	gateway serve --executor-server   serve ExecutorApi on the local backend
+//	gateway check-config --config F   validate a configuration file
+//	gateway reload                    re-read a running gateway's configuration
+//	gateway hash-key                  hash an API key for the configuration
+//	gateway version                   print the build and protocol versions
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -20,6 +24,9 @@ import (
 var version = "dev"
 
 func main() {
+	// A process the local executor's pool started as a worker serves jobs
+	// and exits inside this call; the gateway itself returns from it at once.
+	local.RunWorkerIfRequested()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -33,6 +40,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "gateway %s (executor protocol %d)\n", version, protocol.ProtocolVersion)
 		return 0
+	case "serve":
+		return serve(args[1:], stdout, stderr)
+	case "reload":
+		return reload(args[1:], stdout, stderr)
+	case "check-config":
+		return checkConfig(args[1:], stdout, stderr)
+	case "hash-key":
+		return hashKey(args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -47,6 +62,17 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: gateway <command>
 
 commands:
+  serve --config FILE
+             serve the gateway of a configuration file
+  serve --executor-server [flags]
+             serve the executor contract's ExecutorApi on a WebSocket,
+             running programs on the embedded local backend
+  check-config --config FILE
+             validate a configuration file and report every problem
+  reload [--admin URL]
+             make a running gateway re-read its configuration (as SIGHUP)
+  hash-key   read an API key on standard input and print the hash to
+             configure (--new makes a fresh key)
   version    print the build version and the executor protocol version
   help       print this text
 `)

@@ -1,0 +1,268 @@
+// Package config is the gateway's configuration: one YAML file, decoded into
+// typed structs and validated up front. Unknown keys, values of the wrong
+// type, bad values and dangling references all fail with the file, the line
+// and what to fix. Secrets never sit in the file: API keys are stored as
+// hashes, and other secrets are named by the environment variable that
+// holds them.
+//
+// docs/configuration.md is the reference of every key.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole file.
+type Config struct {
+	// Listen is the address of the gateway's listener.
+	Listen string `yaml:"listen"`
+	// TLS serves Listen over TLS; absent serves plain HTTP.
+	TLS *TLS `yaml:"tls"`
+	// Admin configures the operator's listener (metrics, health).
+	Admin Admin `yaml:"admin"`
+	// Log configures the structured log.
+	Log Log `yaml:"log"`
+	// DrainTimeout bounds how long a stopping gateway waits for executions
+	// in flight. Default: 30s.
+	DrainTimeout Duration `yaml:"drainTimeout"`
+	// Limits are the operator's caps: no tenant policy may exceed them.
+	Limits Limits `yaml:"limits"`
+	// Backends are the named backend groups executions run on.
+	Backends []Backend `yaml:"backends"`
+	// JWT configures JWT bearer tokens; absent means API keys only.
+	JWT *JWT `yaml:"jwt"`
+	// Tenants are the applications that may connect.
+	Tenants []Tenant `yaml:"tenants"`
+	// Routes map paths (and WebSocket subprotocols) to what serves them.
+	Routes []Route `yaml:"routes"`
+	// Pins bounds the executionId pin table.
+	Pins Pins `yaml:"pins"`
+	// ExecutionIDs configures the ids clients see for retained executions.
+	ExecutionIDs ExecutionIDs `yaml:"executionIds"`
+
+	// Dir is the directory of the file, against which relative paths in
+	// it are resolved. Set by Load.
+	Dir string `yaml:"-"`
+}
+
+// Admin is the operator's listener: /metrics, /healthz, /readyz.
+type Admin struct {
+	// Listen is its address; empty serves no admin endpoints. Keep it off
+	// the tenants' network.
+	Listen string `yaml:"listen"`
+	// TLS serves the admin listener over TLS; absent serves plain HTTP.
+	TLS *TLS `yaml:"tls"`
+}
+
+// TLS names a certificate and its key, PEM files relative to the config
+// file. Both are read again on every reload, so a renewed certificate is
+// picked up by SIGHUP.
+type TLS struct {
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+}
+
+// Log configures the structured log (log/slog).
+type Log struct {
+	// Format is "text" (default) or "json".
+	Format string `yaml:"format"`
+	// Level is "debug", "info" (default), "warn" or "error".
+	Level string `yaml:"level"`
+}
+
+// Limits are the operator's caps on every tenant's policy.
+type Limits struct {
+	// TimeoutMs caps the run bound any request may ask for (a null timeout
+	// lifts to it). Default: 300000 (five minutes).
+	TimeoutMs int64 `yaml:"timeoutMs"`
+	// MaxConcurrent caps a tenant's executions in flight. Default: 64.
+	MaxConcurrent int `yaml:"maxConcurrent"`
+	// MaxConnections caps a tenant's open connections. Default: 256.
+	MaxConnections int `yaml:"maxConnections"`
+	// MaxHandles caps a tenant's retained executions. Default: 64.
+	MaxHandles int `yaml:"maxHandles"`
+	// MaxMessageBytes caps a route's message-size limit. Default: 1 MiB.
+	MaxMessageBytes int64 `yaml:"maxMessageBytes"`
+}
+
+// Backend is one named backend group.
+type Backend struct {
+	Name string `yaml:"name"`
+	// Type is "local" (the embedded goja pool) or "remote" (executor
+	// servers).
+	Type   string         `yaml:"type"`
+	Local  *LocalBackend  `yaml:"local"`
+	Remote *RemoteBackend `yaml:"remote"`
+}
+
+// LocalBackend configures the embedded pool of worker processes.
+type LocalBackend struct {
+	// PoolSize is the number of worker processes. Default: one per CPU.
+	PoolSize int `yaml:"poolSize"`
+	// Queue is how many executions may wait for a worker. Default: the
+	// local backend's own.
+	Queue int `yaml:"queue"`
+	// MemoryMB is each run's memory limit. Default: 128.
+	MemoryMB int `yaml:"memoryMB"`
+	// DefaultTimeoutMs is the run bound of a request that sets none.
+	// Default: 30000.
+	DefaultTimeoutMs int64 `yaml:"defaultTimeoutMs"`
+	// NativeOutbound lets programs fetch from this process when a request
+	// leaves outbound absent. Default false, the operator's veto: such
+	// requests then get no network at all.
+	NativeOutbound bool `yaml:"nativeOutbound"`
+	// Native bounds native fetch where it is allowed.
+	Native NativeFetch `yaml:"native"`
+}
+
+// NativeFetch bounds the requests programs make natively. Loopback,
+// link-local (cloud metadata among them), private, unspecified and
+// multicast ranges are always denied unless allowed here.
+type NativeFetch struct {
+	// Deny adds CIDR ranges to the built-in deny list.
+	Deny []string `yaml:"deny"`
+	// Allow carves CIDR ranges out of the deny list (an internal API).
+	Allow []string `yaml:"allow"`
+	// MaxResponseBytes caps one response body. Default: 8 MiB.
+	MaxResponseBytes int64 `yaml:"maxResponseBytes"`
+	// MaxRedirects is how many redirects one request follows (each hop
+	// checked against the deny list). Default 20; negative: none.
+	MaxRedirects int `yaml:"maxRedirects"`
+	// RequestTimeout bounds one request inside the run's own bound.
+	// Default: 30s.
+	RequestTimeout Duration `yaml:"requestTimeout"`
+}
+
+// RemoteBackend configures a pool of remote executor servers.
+type RemoteBackend struct {
+	Members []RemoteMember `yaml:"members"`
+	// HealthInterval is how often members are checked. Default: 5s.
+	HealthInterval Duration `yaml:"healthInterval"`
+	// DialTimeout bounds one connection attempt. Default: 10s.
+	DialTimeout Duration `yaml:"dialTimeout"`
+}
+
+// RemoteMember is one executor server.
+type RemoteMember struct {
+	// URL is its ws:// or wss:// address.
+	URL string `yaml:"url"`
+	// KeyEnv names the environment variable holding the bearer key the
+	// gateway presents to it; empty sends none.
+	KeyEnv string `yaml:"keyEnv"`
+}
+
+// JWT configures JWT bearer tokens.
+type JWT struct {
+	Issuer   string `yaml:"issuer"`
+	Audience string `yaml:"audience"`
+	// TenantClaim names the claim that carries the tenant. Default:
+	// "tenant".
+	TenantClaim string `yaml:"tenantClaim"`
+	// HMACSecretEnv names the environment variable holding the HS256
+	// secret.
+	HMACSecretEnv string `yaml:"hmacSecretEnv"`
+	// PublicKeys are PEM public keys for RS256 and ES256.
+	PublicKeys []string `yaml:"publicKeys"`
+	// JWKSFile names a JSON Web Key Set file, relative to the config file.
+	JWKSFile string `yaml:"jwksFile"`
+	// Leeway is the clock skew allowed on exp and nbf. Default: 0.
+	Leeway Duration `yaml:"leeway"`
+}
+
+// Tenant is one application.
+type Tenant struct {
+	Name string `yaml:"name"`
+	// Backend names the backend group its executions run on.
+	Backend string `yaml:"backend"`
+	// Keys are its API keys, stored as hashes.
+	Keys []APIKey `yaml:"keys"`
+	// Policy bounds what it may do, inside the operator's limits.
+	Policy Policy `yaml:"policy"`
+}
+
+// APIKey is one stored API key.
+type APIKey struct {
+	Name string `yaml:"name"`
+	// Hash is "sha256:" and the hex digest (see `gateway hash-key`).
+	Hash string `yaml:"hash"`
+}
+
+// Policy is a tenant's bounds. A zero value takes the operator's limit.
+type Policy struct {
+	// TimeoutMs caps the run bound of this tenant's requests.
+	TimeoutMs int64 `yaml:"timeoutMs"`
+	// NativeOutbound lets this tenant's programs fetch natively where its
+	// backend allows it. Default false: a request that leaves outbound
+	// absent runs with no network at all.
+	NativeOutbound bool `yaml:"nativeOutbound"`
+	// MaxConcurrent caps executions in flight; one more fails at once with
+	// QUEUE_OVERFLOW.
+	MaxConcurrent int `yaml:"maxConcurrent"`
+	// Rate limits executions started per second (with Burst); 0 is
+	// unlimited. Over it execute fails at once with QUEUE_OVERFLOW.
+	Rate  float64 `yaml:"rate"`
+	Burst int     `yaml:"burst"`
+	// MaxConnections caps open connections; one more gets HTTP 429.
+	MaxConnections int `yaml:"maxConnections"`
+	// MaxHandles caps retained executions; a grant past it closes the
+	// tenant's least recently used one.
+	MaxHandles int `yaml:"maxHandles"`
+}
+
+// Route maps a path, and for WebSocket upgrades the offered subprotocols,
+// to what serves it.
+type Route struct {
+	// Path is a chi pattern, e.g. /v1/executor or /v1/proxy/*.
+	Path string `yaml:"path"`
+	// Kind is "executor" (serves ExecutorApi from the tenant's backend) or
+	// "proxy" (an authenticated reverse proxy to Upstream).
+	Kind string `yaml:"kind"`
+	// Subprotocols this route answers to. Empty makes the route the
+	// path's default: it serves requests that offer no subprotocol a route
+	// of the path names.
+	Subprotocols []string `yaml:"subprotocols"`
+	// Tenants that may use it; empty means every tenant.
+	Tenants []string `yaml:"tenants"`
+	// AllowedOrigins are the Origin host patterns a browser may connect
+	// from ("app.example.com", "*.example.com"). Empty allows requests
+	// without an Origin and same-host origins only.
+	AllowedOrigins []string `yaml:"allowedOrigins"`
+	// MaxMessageBytes bounds one WebSocket message. Default: the operator
+	// limit.
+	MaxMessageBytes int64 `yaml:"maxMessageBytes"`
+	// Upstream is the proxy target URL (proxy routes only).
+	Upstream string `yaml:"upstream"`
+}
+
+// Pins bounds the table that pins granted executionIds to backends.
+type Pins struct {
+	// Size is the most pins kept; the least recently used is evicted (and
+	// its handles closed) past it. Default: 10000.
+	Size int `yaml:"size"`
+}
+
+// ExecutionIDs configures the executionIds the gateway hands out: each
+// names its backend member and tenant and is authenticated with a key, so
+// any replica that shares the key routes it.
+type ExecutionIDs struct {
+	// KeyEnv names the environment variable holding the key (at least 32
+	// bytes), the same on every replica. Without it each process makes a
+	// random key: ids then route on that process only.
+	KeyEnv string `yaml:"keyEnv"`
+}
+
+// Duration is a time.Duration written as Go writes one ("5s", "250ms").
+type Duration time.Duration
+
+// UnmarshalText reads a duration.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Std is the duration as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }

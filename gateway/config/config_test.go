@@ -1,0 +1,144 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func noEnv(string) string { return "" }
+
+func TestExampleConfigIsValid(t *testing.T) {
+	cfg, err := LoadWith("../../config.example.yaml", noEnv)
+	if err != nil {
+		t.Fatalf("config.example.yaml does not load:\n%v", err)
+	}
+	if cfg.Listen != "127.0.0.1:8080" || cfg.Routes[0].Path != "/v1/executor" || cfg.Routes[0].Kind != "executor" {
+		t.Fatalf("the example serves %s %s, want 127.0.0.1:8080 /v1/executor", cfg.Listen, cfg.Routes[0].Path)
+	}
+	if len(cfg.Tenants) != 1 || cfg.Tenants[0].Backend != "local" || cfg.Backends[0].Type != "local" {
+		t.Fatalf("the example is not one demo tenant on a local backend: %+v", cfg.Tenants)
+	}
+}
+
+const good = `listen: 127.0.0.1:8080
+backends:
+  - name: local
+    type: local
+tenants:
+  - name: demo
+    backend: local
+    keys:
+      - name: k
+        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb
+routes:
+  - path: /v1/executor
+    kind: executor
+`
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte(good), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Tenants[0].Policy
+	if p.TimeoutMs != DefaultLimitTimeoutMs || p.MaxConcurrent != DefaultLimitConcurrent || cfg.Pins.Size != DefaultPinsSize ||
+		cfg.Routes[0].MaxMessageBytes != DefaultLimitMessageBytes || cfg.Backends[0].Local == nil {
+		t.Fatalf("defaults not applied: %+v %+v", cfg.Tenants[0].Policy, cfg.Routes[0])
+	}
+}
+
+// Each case changes the good file one way; the problem must name the line
+// and say what to fix.
+func TestProblemsNameTheLineAndTheFix(t *testing.T) {
+	cases := []struct {
+		name, from, to string
+		line           int
+		want           string
+	}{
+		{"unknown key", "    backend: local\n", "    backend: local\n    bakend: x\n", 8, `unknown field "bakend"`},
+		{"wrong type", "listen: 127.0.0.1:8080", "listen: [1]", 1, "cannot unmarshal"},
+		{"dangling backend", "    backend: local\n", "    backend: nope\n", 7, `no backend is named "nope"; declare it under backends or use one of: local`},
+		{"bad hash", "hash: sha256:46e6", "hash: md5:46e6", 10, "gateway hash-key"},
+		{"bad listen", "listen: 127.0.0.1:8080", "listen: nowhere", 1, "not host:port"},
+		{"bad kind", "kind: executor", "kind: lambda", 13, `"lambda" is not a route kind`},
+		{"bad backend type", "type: local", "type: cloud", 4, `"cloud" is not a backend type`},
+		{"policy above limit", "    backend: local\n", "    backend: local\n    policy:\n      maxConcurrent: 1000\n", 9, "outside the operator limit"},
+		{"route tenant", "kind: executor\n", "kind: executor\n    tenants: [ghost]\n", 14, `no tenant is named "ghost"`},
+		{"proxy without upstream", "kind: executor", "kind: proxy", 12, "needs an http:// or https:// upstream"},
+		{"credential subprotocol", "kind: executor\n", "kind: executor\n    subprotocols: [codemode.bearer.x]\n", 14, "marks a credential"},
+		{"remote key env", "  - name: local\n    type: local\n", "  - name: local\n    type: local\n  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\n          keyEnv: NOT_SET_ANYWHERE\n", 10, "NOT_SET_ANYWHERE is not set"},
+		{"duplicate default route", "kind: executor\n", "kind: executor\n  - path: /v1/executor\n    kind: executor\n", 14, "already the default"},
+		{"tenant nobody can use", "    keys:\n      - name: k\n        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb\n", "", 0, "nobody can authenticate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(good, c.from, c.to, 1)
+			if src == good {
+				t.Fatal("the case changed nothing")
+			}
+			_, err := Parse("c.yaml", []byte(src), noEnv)
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("got %v, want Problems", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got:\n%v\nwant it to contain %q", err, c.want)
+			}
+			if c.line > 0 && ps[0].Line != c.line {
+				t.Fatalf("problem at line %d, want %d:\n%v", ps[0].Line, c.line, err)
+			}
+			if !strings.HasPrefix(err.Error(), "c.yaml") {
+				t.Fatalf("the problem does not name the file: %v", err)
+			}
+		})
+	}
+}
+
+func TestSecretsComeFromTheEnvironment(t *testing.T) {
+	src := good + `jwt:
+  issuer: https://issuer.example
+  audience: gw
+  hmacSecretEnv: GW_SECRET
+`
+	if _, err := Parse("c.yaml", []byte(src), noEnv); err == nil || !strings.Contains(err.Error(), "GW_SECRET is not set") {
+		t.Fatalf("a missing secret gave %v", err)
+	}
+	env := func(k string) string {
+		if k == "GW_SECRET" {
+			return "0123456789abcdef0123456789abcdef"
+		}
+		return ""
+	}
+	if _, err := Parse("c.yaml", []byte(src), env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("c.yaml", []byte(strings.Replace(src, "  audience: gw\n", "", 1)), env); err == nil || !strings.Contains(err.Error(), "audience") {
+		t.Fatalf("a jwt section without audience gave %v", err)
+	}
+}
+
+func TestJWKSFileIsRelativeToTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "keys.json"), []byte(`{"keys":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := good + "jwt:\n  issuer: i\n  audience: a\n  jwksFile: keys.json\n"
+	path := filepath.Join(dir, "gw.yaml")
+	os.WriteFile(path, []byte(src), 0o600)
+	_, err := LoadWith(path, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "no signing key") {
+		t.Fatalf("got %v, want the JWKS file (read relative to the config) to be refused for holding no key", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte("listen: [\n"))
+	f.Add([]byte("routes:\n  - path: /\n    kind: proxy\n    upstream: http://x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = Parse("f.yaml", data, noEnv)
+	})
+}

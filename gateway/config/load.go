@@ -1,0 +1,238 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Defaults of the operator limits.
+const (
+	DefaultLimitTimeoutMs    = 300000
+	DefaultLimitConcurrent   = 64
+	DefaultLimitConnections  = 256
+	DefaultLimitHandles      = 64
+	DefaultLimitMessageBytes = 1 << 20
+	DefaultPinsSize          = 10000
+	DefaultHealthInterval    = Duration(5e9)
+	DefaultRemoteDialTimeout = Duration(10e9)
+	DefaultDrainTimeout      = Duration(30e9)
+	maxConfigBytes           = 4 << 20
+)
+
+// Problem is one thing wrong with a configuration file, placed at its line.
+type Problem struct {
+	File string
+	Line int // 0 when the problem has no single place
+	// Path is where in the document, e.g. tenants[1].backend.
+	Path string
+	// Msg says what is wrong and what to do.
+	Msg string
+}
+
+func (p *Problem) Error() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+	}
+	b.WriteString(": ")
+	if p.Path != "" {
+		b.WriteString(p.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// Problems are every problem found in one file, in document order.
+type Problems []*Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Getenv reads the environment variables that hold secrets; tests replace
+// it.
+type Getenv func(string) string
+
+// Load reads, decodes and validates the file at path, reading secrets from
+// the process environment. Any failure names the file and, where there is
+// one, the line.
+func Load(path string) (*Config, error) {
+	return LoadWith(path, os.Getenv)
+}
+
+// LoadWith is Load with the environment given.
+func LoadWith(path string, getenv Getenv) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the configuration: %w", err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("%s: the file is larger than %d bytes; is it the right file?", path, maxConfigBytes)
+	}
+	return Parse(path, data, getenv)
+}
+
+// Parse decodes and validates data, naming it file in every problem.
+func Parse(file string, data []byte, getenv Getenv) (*Config, error) {
+	var cfg Config
+	if err := decode(data, &cfg); err != nil {
+		return nil, decodeProblem(file, err)
+	}
+	cfg.Dir = filepath.Dir(file)
+	cfg.applyDefaults()
+	v := &validator{file: file, src: data, getenv: getenv}
+	v.validate(&cfg)
+	if len(v.problems) > 0 {
+		return nil, v.problems
+	}
+	return &cfg, nil
+}
+
+// decode runs the YAML decoder, strict about unknown keys and duplicates.
+// The decoder panics on some malformed documents (found by fuzzing); that
+// becomes an error, never a crash of `gateway serve` or a reload.
+func decode(data []byte, cfg *Config) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("[0:0] the YAML decoder could not read this document (%v); check its indentation and tags", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, cfg, yaml.DisallowUnknownField(), yaml.Strict())
+}
+
+// decodeProblem turns a decoding error into a Problem at its line, with the
+// source excerpt the YAML library prints.
+func decodeProblem(file string, err error) error {
+	text := yaml.FormatError(err, false, true)
+	line := 0
+	// The library's messages start with "[line:column]".
+	if rest, ok := strings.CutPrefix(err.Error(), "["); ok {
+		fmt.Sscanf(rest, "%d:", &line)
+	}
+	msg := strings.TrimSpace(text)
+	if i := strings.Index(msg, "] "); strings.HasPrefix(msg, "[") && i > 0 {
+		msg = msg[i+2:]
+	}
+	return Problems{{File: file, Line: line, Msg: msg}}
+}
+
+func (c *Config) applyDefaults() {
+	l := &c.Limits
+	if l.TimeoutMs == 0 {
+		l.TimeoutMs = DefaultLimitTimeoutMs
+	}
+	if l.MaxConcurrent == 0 {
+		l.MaxConcurrent = DefaultLimitConcurrent
+	}
+	if l.MaxConnections == 0 {
+		l.MaxConnections = DefaultLimitConnections
+	}
+	if l.MaxHandles == 0 {
+		l.MaxHandles = DefaultLimitHandles
+	}
+	if l.MaxMessageBytes == 0 {
+		l.MaxMessageBytes = DefaultLimitMessageBytes
+	}
+	if c.Pins.Size == 0 {
+		c.Pins.Size = DefaultPinsSize
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	for i := range c.Backends {
+		b := &c.Backends[i]
+		if b.Type == "local" && b.Local == nil {
+			b.Local = &LocalBackend{}
+		}
+		if r := b.Remote; r != nil {
+			if r.HealthInterval == 0 {
+				r.HealthInterval = DefaultHealthInterval
+			}
+			if r.DialTimeout == 0 {
+				r.DialTimeout = DefaultRemoteDialTimeout
+			}
+		}
+	}
+	for i := range c.Tenants {
+		p := &c.Tenants[i].Policy
+		if p.TimeoutMs == 0 {
+			p.TimeoutMs = l.TimeoutMs
+		}
+		if p.MaxConcurrent == 0 {
+			p.MaxConcurrent = l.MaxConcurrent
+		}
+		if p.MaxConnections == 0 {
+			p.MaxConnections = l.MaxConnections
+		}
+		if p.MaxHandles == 0 {
+			p.MaxHandles = l.MaxHandles
+		}
+		if p.Rate > 0 && p.Burst == 0 {
+			p.Burst = max(1, int(p.Rate))
+		}
+	}
+	for i := range c.Routes {
+		if c.Routes[i].MaxMessageBytes == 0 {
+			c.Routes[i].MaxMessageBytes = l.MaxMessageBytes
+		}
+	}
+}
+
+// lineOf finds the line of a YAML path in src. A key that was left out has
+// no line of its own, so the line of the nearest enclosing node is given.
+func lineOf(src []byte, path string) int {
+	for path != "" {
+		if line := lineOfNode(src, path); line > 0 {
+			return line
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i <= 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+func lineOfNode(src []byte, path string) (line int) {
+	defer func() {
+		if recover() != nil {
+			line = 0
+		}
+	}()
+	p, err := yaml.PathString("$" + pathSuffix(path))
+	if err != nil {
+		return 0
+	}
+	n, err := p.ReadNode(bytes.NewReader(src))
+	if err != nil || n == nil || n.GetToken() == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
+}
+
+// pathSuffix writes a document path (tenants[1].backend) as a YAML path
+// suffix (.tenants[1].backend).
+func pathSuffix(path string) string {
+	if path == "" || strings.HasPrefix(path, "[") {
+		return path
+	}
+	return "." + path
+}

@@ -1,0 +1,354 @@
+package config
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+type validator struct {
+	file     string
+	src      []byte
+	getenv   Getenv
+	problems Problems
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	v.problems = append(v.problems, &Problem{File: v.file, Line: lineOf(v.src, path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// namePattern is what tenant and backend names may be: they appear in logs,
+// metrics labels and executionIds.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// tokenPattern is an HTTP token, what a WebSocket subprotocol must be.
+var tokenPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+func (v *validator) validate(c *Config) {
+	if c.Listen == "" {
+		v.add("listen", "is required: the address to listen on, e.g. 127.0.0.1:8080")
+	} else if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		v.add("listen", "%q is not host:port (%v)", c.Listen, err)
+	}
+	if c.Admin.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
+			v.add("admin.listen", "%q is not host:port (%v)", c.Admin.Listen, err)
+		} else if c.Admin.Listen == c.Listen {
+			v.add("admin.listen", "must differ from listen: the admin endpoints stay off the tenants' listener")
+		}
+	}
+	v.tls("tls", c, c.TLS)
+	v.tls("admin.tls", c, c.Admin.TLS)
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		v.add("log.format", "%q is not a log format; use text or json", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		v.add("log.level", "%q is not a log level; use debug, info, warn or error", c.Log.Level)
+	}
+	if c.DrainTimeout < 0 {
+		v.add("drainTimeout", "must not be negative")
+	}
+	v.limits(c.Limits)
+	if c.Pins.Size < 0 {
+		v.add("pins.size", "must not be negative")
+	}
+	if env := c.ExecutionIDs.KeyEnv; env != "" && len(v.getenv(env)) < 32 {
+		v.add("executionIds.keyEnv", "environment variable %s must hold a key of at least 32 bytes, the same on every replica", env)
+	}
+
+	backends := map[string]*Backend{}
+	if len(c.Backends) == 0 {
+		v.add("backends", "declare at least one backend group, e.g. {name: local, type: local}")
+	}
+	for i := range c.Backends {
+		b := &c.Backends[i]
+		path := fmt.Sprintf("backends[%d]", i)
+		v.name(path+".name", b.Name, "backend")
+		if _, dup := backends[b.Name]; dup && b.Name != "" {
+			v.add(path+".name", "another backend is already named %q; names must be unique", b.Name)
+		}
+		backends[b.Name] = b
+		v.backend(path, b)
+	}
+
+	if c.JWT != nil {
+		v.jwt(c, c.JWT)
+	}
+
+	tenants := map[string]bool{}
+	hashes := map[string]string{}
+	if len(c.Tenants) == 0 {
+		v.add("tenants", "declare at least one tenant")
+	}
+	for i := range c.Tenants {
+		t := &c.Tenants[i]
+		path := fmt.Sprintf("tenants[%d]", i)
+		v.name(path+".name", t.Name, "tenant")
+		if tenants[t.Name] && t.Name != "" {
+			v.add(path+".name", "another tenant is already named %q; names must be unique", t.Name)
+		}
+		tenants[t.Name] = true
+		if t.Backend == "" {
+			v.add(path+".backend", "is required: the name of the backend group this tenant's executions run on")
+		} else if _, ok := backends[t.Backend]; !ok {
+			v.add(path+".backend", "no backend is named %q; declare it under backends or use one of: %s", t.Backend, names(c.Backends))
+		}
+		if len(t.Keys) == 0 && c.JWT == nil {
+			v.add(path+".keys", "tenant %q has no API keys and no jwt section is configured, so nobody can authenticate as it", t.Name)
+		}
+		keyNames := map[string]bool{}
+		for j, k := range t.Keys {
+			kp := fmt.Sprintf("%s.keys[%d]", path, j)
+			if k.Name == "" {
+				v.add(kp+".name", "is required: a name for this key, safe to appear in logs")
+			} else if keyNames[k.Name] {
+				v.add(kp+".name", "tenant %q already has a key named %q", t.Name, k.Name)
+			}
+			keyNames[k.Name] = true
+			if _, err := auth.NewAPIKeys([]auth.APIKey{{Name: "k", Tenant: "t", Hash: k.Hash}}); err != nil {
+				v.add(kp+".hash", "must be \"sha256:\" followed by 64 hex digits; make one with `gateway hash-key`")
+			} else if other, dup := hashes[k.Hash]; dup {
+				v.add(kp+".hash", "the same key is already configured as %s; every key must be distinct", other)
+			} else {
+				hashes[k.Hash] = fmt.Sprintf("%s/%s", t.Name, k.Name)
+			}
+		}
+		v.policy(path+".policy", t.Policy, c.Limits)
+	}
+
+	if len(c.Routes) == 0 {
+		v.add("routes", "declare at least one route, e.g. {path: /v1/executor, kind: executor}")
+	}
+	type slot struct{ path, proto string }
+	taken := map[slot]int{}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		path := fmt.Sprintf("routes[%d]", i)
+		v.route(path, r, c.Limits, tenants)
+		protos := r.Subprotocols
+		if len(protos) == 0 {
+			protos = []string{""} // the path's default
+		}
+		for _, p := range protos {
+			if other, dup := taken[slot{r.Path, p}]; dup {
+				if p == "" {
+					v.add(path+".subprotocols", "routes[%d] is already the default of path %q; give one of them subprotocols", other, r.Path)
+				} else {
+					v.add(path+".subprotocols", "routes[%d] already answers subprotocol %q on path %q", other, p, r.Path)
+				}
+				continue
+			}
+			taken[slot{r.Path, p}] = i
+		}
+	}
+}
+
+func names(bs []Backend) string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Name)
+	}
+	if len(out) == 0 {
+		return "(none declared)"
+	}
+	return strings.Join(out, ", ")
+}
+
+func (v *validator) name(path, name, what string) {
+	if name == "" {
+		v.add(path, "is required: a %s name", what)
+	} else if !namePattern.MatchString(name) {
+		v.add(path, "%q is not a valid %s name: use letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64", name, what)
+	}
+}
+
+func (v *validator) limits(l Limits) {
+	if l.TimeoutMs < 0 || l.TimeoutMs > protocol.MaxSupportedTimeout {
+		v.add("limits.timeoutMs", "must be between 1 and %d (the widest delay a 32-bit timer accepts)", protocol.MaxSupportedTimeout)
+	}
+	for _, f := range []struct {
+		path string
+		n    int64
+	}{
+		{"limits.maxConcurrent", int64(l.MaxConcurrent)},
+		{"limits.maxConnections", int64(l.MaxConnections)},
+		{"limits.maxHandles", int64(l.MaxHandles)},
+		{"limits.maxMessageBytes", l.MaxMessageBytes},
+	} {
+		if f.n < 0 {
+			v.add(f.path, "must not be negative")
+		}
+	}
+	if l.MaxMessageBytes > 0 && l.MaxMessageBytes < 64<<10 {
+		v.add("limits.maxMessageBytes", "%d is too small: a run at every contract bound sends messages of up to a few hundred KiB; use at least 65536, or leave it out for 1 MiB", l.MaxMessageBytes)
+	}
+}
+
+func (v *validator) backend(path string, b *Backend) {
+	switch b.Type {
+	case "local":
+		if b.Remote != nil {
+			v.add(path+".remote", "a local backend takes no remote section")
+		}
+		l := b.Local
+		if l.PoolSize < 0 || l.Queue < 0 || l.MemoryMB < 0 || l.DefaultTimeoutMs < 0 {
+			v.add(path+".local", "poolSize, queue, memoryMB and defaultTimeoutMs must not be negative")
+		}
+		if l.MemoryMB != 0 && l.MemoryMB < 16 {
+			v.add(path+".local.memoryMB", "%d MB is too small for a JavaScript runtime; use at least 16", l.MemoryMB)
+		}
+		if l.DefaultTimeoutMs > protocol.MaxSupportedTimeout {
+			v.add(path+".local.defaultTimeoutMs", "must be at most %d", protocol.MaxSupportedTimeout)
+		}
+		for _, list := range []struct {
+			key   string
+			cidrs []string
+		}{{"deny", l.Native.Deny}, {"allow", l.Native.Allow}} {
+			for j, c := range list.cidrs {
+				if _, err := netip.ParsePrefix(c); err != nil {
+					v.add(fmt.Sprintf("%s.local.native.%s[%d]", path, list.key, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
+				}
+			}
+		}
+		if l.Native.MaxResponseBytes < 0 || l.Native.RequestTimeout < 0 {
+			v.add(path+".local.native", "maxResponseBytes and requestTimeout must not be negative")
+		}
+	case "remote":
+		if b.Local != nil {
+			v.add(path+".local", "a remote backend takes no local section")
+		}
+		if b.Remote == nil || len(b.Remote.Members) == 0 {
+			v.add(path+".remote.members", "a remote backend needs at least one member {url: ws://host:port/}")
+			return
+		}
+		for j, m := range b.Remote.Members {
+			mp := fmt.Sprintf("%s.remote.members[%d]", path, j)
+			u, err := url.Parse(m.URL)
+			if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+				v.add(mp+".url", "%q is not a ws:// or wss:// URL of an executor server", m.URL)
+			}
+			if m.KeyEnv != "" && v.getenv(m.KeyEnv) == "" {
+				v.add(mp+".keyEnv", "environment variable %s is not set; it must hold the bearer key for this executor server", m.KeyEnv)
+			}
+		}
+		if b.Remote.HealthInterval < 0 || b.Remote.DialTimeout < 0 {
+			v.add(path+".remote", "healthInterval and dialTimeout must not be negative")
+		}
+	case "":
+		v.add(path+".type", "is required: local or remote")
+	default:
+		v.add(path+".type", "%q is not a backend type; use local or remote", b.Type)
+	}
+}
+
+func (v *validator) jwt(c *Config, j *JWT) {
+	cfg := auth.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, TenantClaim: j.TenantClaim, PublicKeysPEM: j.PublicKeys, Leeway: j.Leeway.Std()}
+	if j.HMACSecretEnv != "" {
+		secret := v.getenv(j.HMACSecretEnv)
+		if secret == "" {
+			v.add("jwt.hmacSecretEnv", "environment variable %s is not set; it must hold the HS256 secret", j.HMACSecretEnv)
+			return
+		}
+		cfg.HMACSecret = []byte(secret)
+	}
+	if j.JWKSFile != "" {
+		cfg.JWKSFile = c.Resolve(j.JWKSFile)
+	}
+	if _, err := auth.NewJWTVerifier(cfg); err != nil {
+		v.add("jwt", "%s", strings.TrimPrefix(err.Error(), "auth: "))
+	}
+}
+
+func (v *validator) policy(path string, p Policy, l Limits) {
+	if p.TimeoutMs < 0 || p.TimeoutMs > l.TimeoutMs {
+		v.add(path+".timeoutMs", "%d is outside the operator limit: use 1 to %d (limits.timeoutMs)", p.TimeoutMs, l.TimeoutMs)
+	}
+	for _, f := range []struct {
+		key      string
+		n, limit int
+	}{
+		{"maxConcurrent", p.MaxConcurrent, l.MaxConcurrent},
+		{"maxConnections", p.MaxConnections, l.MaxConnections},
+		{"maxHandles", p.MaxHandles, l.MaxHandles},
+	} {
+		if f.n < 0 || f.n > f.limit {
+			v.add(path+"."+f.key, "%d is outside the operator limit: use 1 to %d (limits.%s)", f.n, f.limit, f.key)
+		}
+	}
+	if p.Rate < 0 || p.Burst < 0 {
+		v.add(path+".rate", "rate and burst must not be negative")
+	}
+	if p.Rate == 0 && p.Burst != 0 {
+		v.add(path+".burst", "burst needs a rate: set rate (executions per second) too")
+	}
+}
+
+func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bool) {
+	if !strings.HasPrefix(r.Path, "/") {
+		v.add(path+".path", "%q must start with /", r.Path)
+	}
+	switch r.Kind {
+	case "executor":
+		if r.Upstream != "" {
+			v.add(path+".upstream", "an executor route serves ExecutorApi itself and takes no upstream")
+		}
+	case "proxy":
+		u, err := url.Parse(r.Upstream)
+		if r.Upstream == "" || err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			v.add(path+".upstream", "a proxy route needs an http:// or https:// upstream URL (WebSocket upgrades are proxied over it too)")
+		}
+	case "":
+		v.add(path+".kind", "is required: executor or proxy")
+	default:
+		v.add(path+".kind", "%q is not a route kind; use executor or proxy", r.Kind)
+	}
+	for j, p := range r.Subprotocols {
+		sp := fmt.Sprintf("%s.subprotocols[%d]", path, j)
+		if !tokenPattern.MatchString(p) {
+			v.add(sp, "%q is not a valid subprotocol token", p)
+		} else if auth.IsCredentialSubprotocol(p) {
+			v.add(sp, "%q starts with %q, which marks a credential and is never selected", p, auth.SubprotocolPrefix)
+		}
+	}
+	for j, t := range r.Tenants {
+		if !tenants[t] {
+			v.add(fmt.Sprintf("%s.tenants[%d]", path, j), "no tenant is named %q", t)
+		}
+	}
+	if r.MaxMessageBytes < 0 || r.MaxMessageBytes > l.MaxMessageBytes {
+		v.add(path+".maxMessageBytes", "%d is outside the operator limit: use 1 to %d (limits.maxMessageBytes)", r.MaxMessageBytes, l.MaxMessageBytes)
+	}
+}
+
+func (v *validator) tls(path string, c *Config, t *TLS) {
+	if t == nil {
+		return
+	}
+	if t.CertFile == "" || t.KeyFile == "" {
+		v.add(path, "needs both certFile and keyFile")
+		return
+	}
+	if _, err := tls.LoadX509KeyPair(c.Resolve(t.CertFile), c.Resolve(t.KeyFile)); err != nil {
+		v.add(path, "cannot load the certificate and key: %v", err)
+	}
+}
+
+// Resolve makes a path from the file relative to the file's directory.
+func (c *Config) Resolve(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.Dir, p)
+}

@@ -1,0 +1,500 @@
+// Package gateway is the edge gateway: a chi router that authenticates
+// tenant applications, routes by path and WebSocket subprotocol, serves the
+// executor contract's ExecutorApi from each tenant's backend group under the
+// tenant's policy, pins every granted executionId to the backend that holds
+// its handles, and reverse-proxies the routes of other wires.
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
+	"github.com/supolka/codemode-gateway/protocol/executorapi"
+)
+
+// Options are the parts of a gateway that are not configuration.
+type Options struct {
+	// Logger receives one line per connection; slog.Default() when nil.
+	Logger *slog.Logger
+	// Getenv reads secrets named by the configuration; os.Getenv when nil.
+	Getenv config.Getenv
+	// ConfigPath is the file the configuration came from, re-read by
+	// ReloadFile and the admin listener's POST /reload.
+	ConfigPath string
+	// Override changes each configuration read from ConfigPath the way the
+	// command line changed the first (a listen address given as a flag).
+	Override func(*config.Config)
+}
+
+// Gateway serves one configuration at a time: Reload swaps in another.
+type Gateway struct {
+	log        *slog.Logger
+	getenv     config.Getenv
+	configPath string
+	override   func(*config.Config)
+	groups     map[string]*group // fixed at start
+	handles    *handleRoutes
+	metrics    *metrics
+	state      atomic.Pointer[state]
+
+	mu      sync.Mutex         // guards tenants and reloads
+	tenants map[string]*tenant // every tenant ever configured, by name
+
+	// draining is set by Drain: readiness fails and new executions are
+	// turned away while the ones in flight finish.
+	draining atomic.Bool
+
+	base   context.Context // parent of every session; cancelled by Close
+	cancel context.CancelFunc
+}
+
+// New builds the gateway of cfg: it starts the backend groups and builds
+// the routes. cfg must come from config.Load or config.Parse.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{}}
+	var idKey []byte
+	if env := cfg.ExecutionIDs.KeyEnv; env != "" {
+		idKey = []byte(opts.Getenv(env))
+	}
+	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(idKey), members: map[string]*member{}}
+	g.base, g.cancel = context.WithCancel(context.Background())
+	for _, b := range cfg.Backends {
+		grp, err := newGroup(b, opts.Getenv, g.log)
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		g.groups[b.Name] = grp
+		for _, m := range grp.members {
+			g.handles.members[m.name] = m
+		}
+	}
+	g.metrics = newMetrics(g)
+	st, err := g.build(cfg)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.state.Store(st)
+	return g, nil
+}
+
+// state is what one configuration serves: its credentials, tenants and
+// routes. Connections keep the tenant they authenticated as.
+type state struct {
+	cfg     *config.Config
+	auth    auth.Authenticator
+	tenants map[string]*tenant
+	router  chi.Router
+	// cert and adminCert are the listeners' certificates, read from their
+	// files on every build so a reload picks up a renewed one.
+	cert, adminCert *tls.Certificate
+}
+
+// build makes the state of cfg, reusing the tenants that already exist so
+// that their open connections, counters and retained executions carry over.
+func (g *Gateway) build(cfg *config.Config) (*state, error) {
+	st := &state{cfg: cfg, tenants: map[string]*tenant{}}
+	var err error
+	if st.auth, err = buildAuth(cfg, g.getenv); err != nil {
+		return nil, err
+	}
+	if st.cert, err = loadCert(cfg, cfg.TLS); err != nil {
+		return nil, err
+	}
+	if st.adminCert, err = loadCert(cfg, cfg.Admin.TLS); err != nil {
+		return nil, err
+	}
+	for _, tc := range cfg.Tenants {
+		if g.groups[tc.Backend] == nil {
+			return nil, fmt.Errorf("tenant %s: backend %s is not running; backends change only on a restart", tc.Name, tc.Backend)
+		}
+	}
+	if st.router, err = g.routes(st); err != nil {
+		return nil, err
+	}
+	// Only now, with nothing left to fail, touch the live tenants. The
+	// router reads st.tenants when a request arrives, after this.
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, tc := range cfg.Tenants {
+		t := g.tenants[tc.Name]
+		if t != nil {
+			t.configure(tc, g.groups[tc.Backend])
+		} else {
+			t = newTenant(tc, g.groups[tc.Backend], g)
+			g.tenants[tc.Name] = t
+		}
+		st.tenants[tc.Name] = t
+	}
+	return st, nil
+}
+
+// Reload serves cfg from now on: tenants, keys, JWT settings, policies and
+// routes change without dropping open connections (they keep serving the
+// tenant they authenticated as); a revoked key is refused on new
+// connections. What runs underneath (listeners, backend groups, the pin
+// table, the id key) changes only on a restart, so a cfg that changes it is
+// refused and the running configuration stays.
+func (g *Gateway) Reload(cfg *config.Config) error {
+	cur := g.state.Load().cfg
+	for _, c := range []struct {
+		what     string
+		old, new any
+	}{
+		{"listen", cur.Listen, cfg.Listen},
+		{"whether the listener uses TLS", cur.TLS == nil, cfg.TLS == nil},
+		{"admin.listen", cur.Admin.Listen, cfg.Admin.Listen},
+		{"whether the admin listener uses TLS", cur.Admin.TLS == nil, cfg.Admin.TLS == nil},
+		{"backends", cur.Backends, cfg.Backends},
+		{"pins", cur.Pins, cfg.Pins},
+		{"executionIds", cur.ExecutionIDs, cfg.ExecutionIDs},
+	} {
+		if !reflect.DeepEqual(c.old, c.new) {
+			return fmt.Errorf("%s changed, which takes a restart; the running configuration stays", c.what)
+		}
+	}
+	st, err := g.build(cfg)
+	if err != nil {
+		return err
+	}
+	g.state.Store(st)
+	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes))
+	return nil
+}
+
+// Handler is the gateway's HTTP handler; it serves the current state.
+func (g *Gateway) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.state.Load().router.ServeHTTP(w, r)
+	})
+}
+
+// Close ends every session and stops every backend group.
+func (g *Gateway) Close() error {
+	g.cancel()
+	var errs []error
+	g.mu.Lock()
+	for _, t := range g.tenants {
+		errs = append(errs, t.Close())
+	}
+	g.mu.Unlock()
+	for _, grp := range g.groups {
+		errs = append(errs, grp.close())
+	}
+	return errors.Join(errs...)
+}
+
+func buildAuth(cfg *config.Config, getenv config.Getenv) (auth.Authenticator, error) {
+	var keys []auth.APIKey
+	for _, t := range cfg.Tenants {
+		for _, k := range t.Keys {
+			keys = append(keys, auth.APIKey{Name: k.Name, Tenant: t.Name, Hash: k.Hash})
+		}
+	}
+	ak, err := auth.NewAPIKeys(keys)
+	if err != nil {
+		return nil, err
+	}
+	chain := auth.Chain{ak}
+	if j := cfg.JWT; j != nil {
+		jc := auth.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, TenantClaim: j.TenantClaim,
+			PublicKeysPEM: j.PublicKeys, JWKSFile: cfg.Resolve(j.JWKSFile), Leeway: j.Leeway.Std()}
+		if j.HMACSecretEnv != "" {
+			jc.HMACSecret = []byte(getenv(j.HMACSecretEnv))
+		}
+		v, err := auth.NewJWTVerifier(jc)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, v)
+	}
+	return chain, nil
+}
+
+// pathRoutes are the routes of one path, told apart by subprotocol.
+type pathRoutes struct {
+	byProto map[string]*route
+	deflt   *route // the route with no subprotocols, if any
+	offers  []string
+}
+
+type route struct {
+	cfg      config.Route
+	tenants  map[string]bool // nil: every tenant
+	upstream *httputil.ReverseProxy
+}
+
+func (g *Gateway) routes(st *state) (chi.Router, error) {
+	r := chi.NewRouter()
+	byPath := map[string]*pathRoutes{}
+	var order []string
+	for _, rc := range st.cfg.Routes {
+		pr := byPath[rc.Path]
+		if pr == nil {
+			pr = &pathRoutes{byProto: map[string]*route{}}
+			byPath[rc.Path] = pr
+			order = append(order, rc.Path)
+		}
+		rt := &route{cfg: rc}
+		if len(rc.Tenants) > 0 {
+			rt.tenants = map[string]bool{}
+			for _, t := range rc.Tenants {
+				rt.tenants[t] = true
+			}
+		}
+		if rc.Kind == "proxy" {
+			up, err := url.Parse(rc.Upstream)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: upstream: %w", rc.Path, err)
+			}
+			rt.upstream = newProxy(up)
+		}
+		if len(rc.Subprotocols) == 0 {
+			pr.deflt = rt
+		}
+		for _, p := range rc.Subprotocols {
+			pr.byProto[p] = rt
+			pr.offers = append(pr.offers, p)
+		}
+	}
+	for _, p := range order {
+		pr := byPath[p]
+		r.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { g.serve(w, req, st, pr) }))
+	}
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no route serves this path", http.StatusNotFound)
+	})
+	return r, nil
+}
+
+// pick chooses the route for a request: the first subprotocol the client
+// offers that a route of the path answers, else the path's default route
+// when the client offers none. Credential entries never count.
+func (pr *pathRoutes) pick(req *http.Request) (*route, string, error) {
+	var offered []string
+	for _, p := range auth.OfferedSubprotocols(req) {
+		if !auth.IsCredentialSubprotocol(p) {
+			offered = append(offered, p)
+		}
+	}
+	for _, p := range offered {
+		if rt := pr.byProto[p]; rt != nil {
+			return rt, p, nil
+		}
+	}
+	if pr.deflt != nil && (len(offered) == 0 || req.Header.Get("Upgrade") == "") {
+		return pr.deflt, "", nil
+	}
+	if len(pr.offers) == 0 {
+		return nil, "", fmt.Errorf("this path serves WebSocket upgrades that offer no subprotocol; the request offered %s", strings.Join(offered, ", "))
+	}
+	return nil, "", fmt.Errorf("no route on this path answers the offered subprotocols (%s); offer one of: %s", strings.Join(offered, ", "), strings.Join(pr.offers, ", "))
+}
+
+func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr *pathRoutes) {
+	start := time.Now()
+	rt, proto, err := pr.pick(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	cred, err := auth.FromRequest(req)
+	var id auth.Identity
+	if err == nil {
+		id, err = st.auth.Authenticate(req.Context(), cred.Token)
+	}
+	if err != nil {
+		g.metrics.authFailures.WithLabelValues("unauthenticated").Inc()
+		g.log.Info("authentication failed", "path", req.URL.Path, "remote", req.RemoteAddr, "reason", authReason(err))
+		w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-gateway"`)
+		http.Error(w, "a valid bearer credential is required: Authorization: Bearer <key>, or a WebSocket subprotocol entry "+auth.SubprotocolPrefix+"<key>", http.StatusUnauthorized)
+		return
+	}
+	t := st.tenants[id.Tenant]
+	if t == nil || (rt.tenants != nil && !rt.tenants[id.Tenant]) {
+		g.metrics.authFailures.WithLabelValues("forbidden").Inc()
+		g.log.Info("tenant refused on route", "path", req.URL.Path, "tenant", id.Tenant)
+		http.Error(w, fmt.Sprintf("tenant %q may not use this route", id.Tenant), http.StatusForbidden)
+		return
+	}
+	if !originAllowed(req, rt.cfg.AllowedOrigins) {
+		g.metrics.authFailures.WithLabelValues("forbidden").Inc()
+		http.Error(w, "this origin may not use this route", http.StatusForbidden)
+		return
+	}
+	maxConns := t.settings.Load().policy.MaxConnections
+	if n := t.connections.Add(1); n > int64(maxConns) {
+		t.connections.Add(-1)
+		g.metrics.authFailures.WithLabelValues("too_many_connections").Inc()
+		http.Error(w, fmt.Sprintf("tenant %q is at its bound of %d open connections", id.Tenant, maxConns), http.StatusTooManyRequests)
+		return
+	}
+	defer t.connections.Add(-1)
+	conns := g.metrics.connections.WithLabelValues(id.Tenant, rt.cfg.Kind)
+	conns.Inc()
+	defer conns.Dec()
+	log := t.log.With("path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
+
+	switch rt.cfg.Kind {
+	case "executor":
+		opts := &websocket.AcceptOptions{InsecureSkipVerify: true} // origins were checked above
+		if proto != "" {
+			opts.Subprotocols = []string{proto}
+		}
+		sess, err := capnweb.Accept(w, req, t.api.Target(), executorapi.SessionOptions(capnweb.Options{
+			MaxMessageSize: rt.cfg.MaxMessageBytes,
+			BaseContext:    g.base,
+			Accept:         opts,
+		}))
+		if err != nil {
+			log.Info("upgrade failed", "error", err)
+			return
+		}
+		<-sess.Done()
+		log.Info("connection closed", "duration", time.Since(start), "reason", sess.Err())
+	case "proxy":
+		req.Header.Set(tenantHeader, id.Tenant)
+		rt.upstream.ServeHTTP(w, req)
+		log.Info("proxied", "duration", time.Since(start))
+	}
+}
+
+// tenantHeader tells a proxied upstream which tenant the gateway
+// authenticated; the caller's own credential is never forwarded.
+const tenantHeader = "X-Codemode-Tenant"
+
+func newProxy(up *url.URL) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(up)
+			pr.SetXForwarded()
+			pr.Out.Header.Del("Authorization")
+			pr.Out.Header.Set(tenantHeader, pr.In.Header.Get(tenantHeader))
+			var kept []string
+			for _, p := range auth.OfferedSubprotocols(pr.In) {
+				if !auth.IsCredentialSubprotocol(p) {
+					kept = append(kept, p)
+				}
+			}
+			pr.Out.Header.Del("Sec-WebSocket-Protocol")
+			if len(kept) > 0 {
+				pr.Out.Header.Set("Sec-WebSocket-Protocol", strings.Join(kept, ", "))
+			}
+		},
+	}
+}
+
+// originAllowed: a request without an Origin (not a browser) and a
+// same-host origin pass; any other origin must match a pattern.
+func originAllowed(req *http.Request, patterns []string) bool {
+	o := req.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, req.Host) {
+		return true
+	}
+	return slices.ContainsFunc(patterns, func(p string) bool {
+		ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host))
+		return ok
+	})
+}
+
+// authReason is safe to log: it never holds the credential.
+func authReason(err error) string {
+	switch {
+	case errors.Is(err, auth.ErrNoCredential):
+		return "no credential"
+	case errors.Is(err, auth.ErrUnrecognized):
+		return "unrecognized credential"
+	default:
+		return strings.ReplaceAll(err.Error(), "\n", ": ")
+	}
+}
+
+// ReloadFile re-reads the configuration file the gateway was started from
+// (Options.ConfigPath) and reloads it. An invalid file is refused with a log
+// line, and the running configuration stays.
+func (g *Gateway) ReloadFile() error { return g.reloadFromFile() }
+
+func (g *Gateway) reloadFromFile() error {
+	if g.configPath == "" {
+		return errors.New("this gateway was not started from a file")
+	}
+	cfg, err := config.LoadWith(g.configPath, g.getenv)
+	if err == nil {
+		if g.override != nil {
+			g.override(cfg)
+		}
+		err = g.Reload(cfg)
+	}
+	if err != nil {
+		g.log.Error("reload refused; the running configuration stays", "file", g.configPath, "error", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return err
+	}
+	return nil
+}
+
+func loadCert(cfg *config.Config, t *config.TLS) (*tls.Certificate, error) {
+	if t == nil {
+		return nil, nil
+	}
+	c, err := tls.LoadX509KeyPair(cfg.Resolve(t.CertFile), cfg.Resolve(t.KeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("loading the TLS certificate: %w", err)
+	}
+	return &c, nil
+}
+
+// TLSConfig is the listener's TLS configuration, nil when it serves plain
+// HTTP. Its certificate is the current state's, so a reload renews it.
+func (g *Gateway) TLSConfig() *tls.Config {
+	if g.state.Load().cert == nil {
+		return nil
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return g.state.Load().cert, nil
+	}}
+}
+
+// AdminTLSConfig is the admin listener's TLS configuration, nil when it
+// serves plain HTTP.
+func (g *Gateway) AdminTLSConfig() *tls.Config {
+	if g.state.Load().adminCert == nil {
+		return nil
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		return g.state.Load().adminCert, nil
+	}}
+}

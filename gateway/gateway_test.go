@@ -1,0 +1,564 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/gateway"
+	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/executorapi"
+	"github.com/supolka/codemode-gateway/protocol/executortest"
+)
+
+func TestMain(m *testing.M) {
+	local.RunWorkerIfRequested() // the local backend re-executes this binary
+	os.Exit(m.Run())
+}
+
+func wsURL(httpURL string) string { return "ws" + strings.TrimPrefix(httpURL, "http") }
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// farServer is a remote executor server backed by a Recorder.
+func farServer(t *testing.T) (string, *executortest.Recorder) {
+	rec := executortest.NewRecorder()
+	srv := executorapi.NewServer(rec, executorapi.ServerOptions{})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	return wsURL(hs.URL) + "/", rec
+}
+
+type env struct {
+	base     string // the configuration before any tweak
+	url      string // http:// of the gateway
+	keys     map[string]string
+	far      *executortest.Recorder
+	upstream *httptest.Server
+	seen     chan http.Header // headers the proxy upstream received
+}
+
+const jwtSecret = "0123456789abcdef0123456789abcdef"
+
+// start runs a gateway with three tenants: acme on the local backend, and
+// globex and initech on a remote group whose member is a Recorder.
+func start(t *testing.T, tweak func(string) string) *env {
+	t.Helper()
+	e := &env{keys: map[string]string{}, seen: make(chan http.Header, 8)}
+	var farURL string
+	farURL, e.far = farServer(t)
+	e.upstream = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.seen <- r.Header.Clone()
+		fmt.Fprintf(w, "upstream saw %s", r.URL.Path)
+	}))
+	t.Cleanup(e.upstream.Close)
+	hashes := map[string]string{}
+	for _, name := range []string{"acme", "globex", "initech"} {
+		e.keys[name] = auth.NewAPIKey()
+		hashes[name], _ = auth.HashAPIKey(e.keys[name])
+	}
+	yaml := fmt.Sprintf(`listen: 127.0.0.1:0
+backends:
+  - name: local
+    type: local
+    local: {poolSize: 1, queue: 8}
+  - name: far
+    type: remote
+    remote:
+      members:
+        - url: %s
+      healthInterval: 200ms
+jwt:
+  issuer: https://issuer.example
+  audience: gateway
+  hmacSecretEnv: TEST_JWT_SECRET
+tenants:
+  - name: acme
+    backend: local
+    keys: [{name: acme-key, hash: %s}]
+    policy: {timeoutMs: 300}
+  - name: globex
+    backend: far
+    keys: [{name: globex-key, hash: %s}]
+    policy: {maxHandles: 2, maxConnections: 3}
+  - name: initech
+    backend: far
+    keys: [{name: initech-key, hash: %s}]
+    policy: {maxConcurrent: 1, rate: 50, burst: 2}
+routes:
+  - path: /v1/executor
+    kind: executor
+  - path: /v1/executor
+    kind: executor
+    subprotocols: [codemode.executor.v1]
+    tenants: [acme]
+    allowedOrigins: ["*.example.com"]
+  - path: /v1/acme-only
+    kind: executor
+    tenants: [acme]
+  - path: /v1/proxy/*
+    kind: proxy
+    upstream: %s
+pins:
+  size: 3
+`, farURL, hashes["acme"], hashes["globex"], hashes["initech"], e.upstream.URL)
+	e.base = yaml
+	e.url = e.serve(t, yaml, tweak)
+	return e
+}
+
+// startReplica runs another gateway on from's configuration: the same
+// tenants, keys and remote member.
+func startReplica(t *testing.T, from *env, tweak func(string) string) *env {
+	e := *from
+	e.url = e.serve(t, from.base, tweak)
+	return &e
+}
+
+func (e *env) serve(t *testing.T, yaml string, tweak func(string) string) string {
+	t.Helper()
+	if tweak != nil {
+		yaml = tweak(yaml)
+	}
+	getenv := func(k string) string {
+		if k == "TEST_JWT_SECRET" {
+			return jwtSecret
+		}
+		return os.Getenv(k)
+	}
+	cfg, err := config.Parse("test.yaml", []byte(yaml), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(gw.Handler())
+	t.Cleanup(func() { hs.Close(); gw.Close() })
+	return hs.URL
+}
+
+func (e *env) dial(t *testing.T, path, key string) (*remote.Executor, error) {
+	t.Helper()
+	ex, err := remote.Dial(testCtx(t), wsURL(e.url)+path, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+	if err == nil {
+		t.Cleanup(func() { ex.Close() })
+	}
+	return ex, err
+}
+
+func (e *env) mustDial(t *testing.T, path, tenant string) *remote.Executor {
+	t.Helper()
+	ex, err := e.dial(t, path, e.keys[tenant])
+	if err != nil {
+		t.Fatalf("dial as %s: %v", tenant, err)
+	}
+	return ex
+}
+
+// upgrade attempts a WebSocket handshake and returns the HTTP status.
+func (e *env) upgrade(t *testing.T, path string, header http.Header) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.url+path, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestAuthenticationAndAccess(t *testing.T) {
+	e := start(t, nil)
+	cases := []struct {
+		name   string
+		path   string
+		header http.Header
+		want   int
+	}{
+		{"no credential", "/v1/executor", nil, 401},
+		{"unknown key", "/v1/executor", http.Header{"Authorization": {"Bearer " + auth.NewAPIKey()}}, 401},
+		{"basic scheme", "/v1/executor", http.Header{"Authorization": {"Basic " + e.keys["acme"]}}, 401},
+		{"forged jwt", "/v1/executor", http.Header{"Authorization": {"Bearer a.b.c"}}, 401},
+		{"tenant not on the route", "/v1/acme-only", http.Header{"Authorization": {"Bearer " + e.keys["globex"]}}, 403},
+		{"tenant on the route", "/v1/acme-only", http.Header{"Authorization": {"Bearer " + e.keys["acme"]}}, 101},
+		{"no such path", "/v2/nothing", http.Header{"Authorization": {"Bearer " + e.keys["acme"]}}, 404},
+		{"foreign origin", "/v1/executor", http.Header{"Authorization": {"Bearer " + e.keys["acme"]}, "Origin": {"https://evil.test"}}, 403},
+	}
+	for _, c := range cases {
+		if got := e.upgrade(t, c.path, c.header); got != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
+		}
+	}
+	// A JWT names its tenant in a claim.
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"iss": "https://issuer.example", "aud": "gateway", "tenant": "globex", "sub": "svc", "exp": time.Now().Add(time.Hour).Unix(),
+	})
+	signed, _ := tok.SignedString([]byte(jwtSecret))
+	ex, err := e.dial(t, "/v1/executor", signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"})
+	if err != nil || res.ResultJSON != "1" {
+		t.Fatalf("a JWT for globex ran %+v, %v (want the remote group's recorder to answer)", res, err)
+	}
+}
+
+func TestSubprotocolRouting(t *testing.T) {
+	e := start(t, nil)
+	ctx := testCtx(t)
+	dial := func(origin string, protos ...string) (*websocket.Conn, *http.Response, error) {
+		h := http.Header{}
+		if origin != "" {
+			h.Set("Origin", origin)
+		}
+		return websocket.Dial(ctx, wsURL(e.url)+"/v1/executor", &websocket.DialOptions{Subprotocols: protos, HTTPHeader: h})
+	}
+	// A browser offers the route's subprotocol and its credential: the
+	// gateway selects the subprotocol and never echoes the credential.
+	conn, resp, err := dial("https://app.example.com", "codemode.executor.v1", auth.SubprotocolPrefix+e.keys["acme"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn.Subprotocol() != "codemode.executor.v1" || strings.Contains(resp.Header.Get("Sec-WebSocket-Protocol"), e.keys["acme"]) {
+		t.Fatalf("selected %q, answered %q", conn.Subprotocol(), resp.Header.Get("Sec-WebSocket-Protocol"))
+	}
+	conn.CloseNow()
+	// That route admits acme only.
+	if _, resp, err = dial("", "codemode.executor.v1", auth.SubprotocolPrefix+e.keys["globex"]); err == nil || resp.StatusCode != 403 {
+		t.Fatalf("globex on the acme-only subprotocol route: %v", err)
+	}
+	// A subprotocol nobody serves is refused before the upgrade.
+	if _, resp, err = dial("", "graphql-ws", auth.SubprotocolPrefix+e.keys["acme"]); err == nil || resp.StatusCode != 400 {
+		t.Fatalf("an unknown subprotocol: %v", err)
+	}
+	// Offering nothing reaches the default route, with no subprotocol.
+	conn, _, err = websocket.Dial(ctx, wsURL(e.url)+"/v1/executor", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.keys["globex"]}}})
+	if err != nil || conn.Subprotocol() != "" {
+		t.Fatalf("the default route: %v, %q", err, conn.Subprotocol())
+	}
+	conn.CloseNow()
+}
+
+func TestTimeoutIsCappedByPolicy(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "acme")
+	for _, to := range []protocol.Timeout{protocol.TimeoutOf(60000), protocol.TimeoutLifted(), {}} {
+		res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => { while (true) {} }", Timeout: to})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Error != protocol.NewExecutionTimeoutError(300).Error() {
+			t.Fatalf("timeout %v ran under %q, want the tenant's 300 ms cap", to, res.Error)
+		}
+	}
+}
+
+func TestNativeOutboundIsVetoed(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "globex")
+	if _, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.far.Last().Outbound.Mode(); m != protocol.OutboundDisabled {
+		t.Fatalf("a native request reached the backend as %s, want disabled (the tenant has no native outbound)", m)
+	}
+	stub := func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		return protocol.OutboundResponse{Status: 204}, nil
+	}
+	if _, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "fetch:https://x/", Outbound: protocol.OutboundVia(stub)}); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.far.Last().Outbound.Mode(); m != protocol.OutboundStub {
+		t.Fatalf("a stub request reached the backend as %s", m)
+	}
+}
+
+func TestConcurrencyAndRateLimits(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "initech")
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: "block"})
+		done <- err
+	}()
+	<-e.far.Started
+	_, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"})
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || !strings.Contains(err.Error(), "1 executions in flight") {
+		t.Fatalf("a second execution in flight gave %v, want QUEUE_OVERFLOW", err)
+	}
+	cancel()
+	<-done
+	// The burst of 2 is spent (one ran, one was refused); the next ones
+	// inside the same moment are over the rate.
+	refused := 0
+	for i := 0; i < 5; i++ {
+		_, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"})
+		if protocol.CodeOf(err) == protocol.CodeQueueOverflow && strings.Contains(err.Error(), "per second") {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no execution was refused over the rate limit")
+	}
+}
+
+func TestConnectionLimit(t *testing.T) {
+	e := start(t, nil)
+	for i := 0; i < 3; i++ {
+		e.mustDial(t, "/v1/executor", "globex")
+	}
+	if _, err := e.dial(t, "/v1/executor", e.keys["globex"]); protocol.CodeOf(err) != protocol.CodeConnectionRejected {
+		t.Fatalf("a fourth connection gave %v, want it refused", err)
+	}
+	if got := e.upgrade(t, "/v1/executor", http.Header{"Authorization": {"Bearer " + e.keys["globex"]}}); got != 429 {
+		t.Fatalf("status %d, want 429", got)
+	}
+	e.mustDial(t, "/v1/executor", "initech") // other tenants are unaffected
+}
+
+func TestPinsRouteHandlesForTheirTenantOnly(t *testing.T) {
+	e := start(t, nil)
+	first := e.mustDial(t, "/v1/executor", "globex")
+	res, err := first.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "retain", RetainHandles: true})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("retain gave %+v, %v", res, err)
+	}
+	id := res.ExecutionID
+	// A second connection of the same tenant reaches the handles.
+	second := e.mustDial(t, "/v1/executor", "globex")
+	resp, err := second.InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/", Body: []byte("x")})
+	if err != nil || string(resp.Body) != "echo:x" {
+		t.Fatalf("invoke from a second connection gave %+v, %v", resp, err)
+	}
+	// Another tenant on the same backend meets exactly what an unknown id
+	// meets.
+	other := e.mustDial(t, "/v1/executor", "initech")
+	_, errOther := other.InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
+	_, errUnknown := other.InvokeHandle(testCtx(t), "unknown-id", "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
+	want := protocol.NewHandlesClosedError(id).Error()
+	if protocol.CodeOf(errOther) != protocol.CodeHandlesClosed || errOther.Error() != want {
+		t.Fatalf("another tenant's invoke gave %v, want %q", errOther, want)
+	}
+	if protocol.CodeOf(errUnknown) != protocol.CodeHandlesClosed {
+		t.Fatalf("an unknown id gave %v", errUnknown)
+	}
+	if err := other.CloseHandles(testCtx(t), id); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+		t.Fatalf("another tenant closed the handles: %v", err)
+	}
+	if e.far.Held() != 1 {
+		t.Fatal("another tenant's attempts reached the backend")
+	}
+	if err := second.CloseHandles(testCtx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"}); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+		t.Fatalf("invoke after close gave %v", err)
+	}
+}
+
+func TestHandleBoundsEvictAndClose(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "globex") // maxHandles 2
+	var ids []string
+	for i := 0; i < 3; i++ {
+		res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "retain", RetainHandles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ExecutionID)
+	}
+	// The third grant pushed out the tenant's least recently used one, and
+	// the gateway closed it on the backend.
+	waitFor(t, func() bool { return len(e.far.Closed()) == 1 && e.far.Held() == 2 }, "the oldest handles to be closed, closed %v", e.far.Closed())
+	if _, err := ex.InvokeHandle(testCtx(t), ids[0], "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"}); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+		t.Fatalf("an evicted id gave %v", err)
+	}
+	for _, id := range ids[1:] {
+		if _, err := ex.InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"}); err != nil {
+			t.Fatalf("a pinned id gave %v", err)
+		}
+	}
+	// The table's own size (3) evicts across tenants.
+	ex2 := e.mustDial(t, "/v1/executor", "initech")
+	for i := 0; i < 2; i++ {
+		if _, err := ex2.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "retain", RetainHandles: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return len(e.far.Closed()) == 2 }, "the table to evict one more, closed %v", e.far.Closed())
+}
+
+func TestFailoverToAHealthyMember(t *testing.T) {
+	downURL := func() string {
+		hs := httptest.NewServer(http.NotFoundHandler())
+		u := wsURL(hs.URL) + "/"
+		hs.Close()
+		return u
+	}()
+	e := start(t, func(y string) string {
+		// A member that is down comes first; runs go to the healthy one.
+		return strings.Replace(y, "      members:\n", "      members:\n        - url: "+downURL+"\n", 1)
+	})
+	ex := e.mustDial(t, "/v1/executor", "globex")
+	for i := 0; i < 3; i++ {
+		res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:7"})
+		if err != nil || res.ResultJSON != "7" {
+			t.Fatalf("run %d: %+v, %v", i, res, err)
+		}
+	}
+}
+
+func TestProxyRouteStripsTheCredential(t *testing.T) {
+	e := start(t, nil)
+	req, _ := http.NewRequest("GET", e.url+"/v1/proxy/things", nil)
+	req.Header.Set("Authorization", "Bearer "+e.keys["globex"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "upstream saw /v1/proxy/things" {
+		t.Fatalf("proxy answered %d %q", resp.StatusCode, body)
+	}
+	h := <-e.seen
+	if h.Get("Authorization") != "" || h.Get("X-Codemode-Tenant") != "globex" {
+		t.Fatalf("the upstream saw Authorization %q and tenant %q", h.Get("Authorization"), h.Get("X-Codemode-Tenant"))
+	}
+	req, _ = http.NewRequest("GET", e.url+"/v1/proxy/things", nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("an unauthenticated proxy request got %d", resp.StatusCode)
+	}
+}
+
+func TestLocalBackendThroughTheGateway(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "acme")
+	var mu sync.Mutex
+	var calls []string
+	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{
+		Code:      "async () => (await store.get('a')) + 1",
+		Providers: []protocol.ProviderDescriptor{{Name: "store", Tools: []string{"get"}}},
+		Dispatch: func(_ context.Context, p, tool, args string) (string, error) {
+			mu.Lock()
+			calls = append(calls, p+"."+tool+" "+args)
+			mu.Unlock()
+			return `{"result":41}`, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := res.Value(); v != 42.0 || len(calls) != 1 || calls[0] != `store.get "a"` {
+		t.Fatalf("got %+v (calls %v)", res, calls)
+	}
+}
+
+// TestExecutionIDsRouteAcrossReplicas: a second gateway that shares the id
+// key, and never saw the grant, routes the id; an altered id, or a replica
+// with another key, meets HANDLES_CLOSED.
+func TestExecutionIDsRouteAcrossReplicas(t *testing.T) {
+	withKey := func(key string) func(string) string {
+		return func(y string) string { return y + "executionIds:\n  keyEnv: " + key + "\n" }
+	}
+	t.Setenv("TEST_ID_KEY", strings.Repeat("k", 32))
+	t.Setenv("OTHER_ID_KEY", strings.Repeat("o", 32))
+	a := start(t, withKey("TEST_ID_KEY"))
+	res, err := a.mustDial(t, "/v1/executor", "globex").Execute(testCtx(t), &protocol.ExecuteRequest{Code: "retain", RetainHandles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.ExecutionID
+	if !strings.HasPrefix(id, "x1.") {
+		t.Fatalf("the client saw %q, not a gateway id", id)
+	}
+	// Replica b: same key, same backend member, same tenant keys.
+	b := startReplica(t, a, withKey("TEST_ID_KEY"))
+	bGlobex := b.mustDial(t, "/v1/executor", "globex")
+	resp, err := bGlobex.InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/", Body: []byte("r")})
+	if err != nil || string(resp.Body) != "echo:r" {
+		t.Fatalf("the replica that never saw the grant gave %+v, %v", resp, err)
+	}
+	// Another tenant on the replica, an altered id, and a replica with
+	// another key: all HANDLES_CLOSED.
+	altered := id[:len(id)-2] + "AA"
+	if altered == id {
+		altered = id[:len(id)-2] + "BB"
+	}
+	c := startReplica(t, a, withKey("OTHER_ID_KEY"))
+	for name, try := range map[string]func() error{
+		"another tenant": func() error {
+			_, err := b.mustDial(t, "/v1/executor", "initech").InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
+			return err
+		},
+		"altered id": func() error {
+			_, err := bGlobex.InvokeHandle(testCtx(t), altered, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
+			return err
+		},
+		"other key": func() error {
+			_, err := c.mustDial(t, "/v1/executor", "globex").InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
+			return err
+		},
+	} {
+		if err := try(); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+			t.Errorf("%s: %v, want HANDLES_CLOSED", name, err)
+		}
+	}
+	// Texts name the client's id, never the backend's.
+	_, err = bGlobex.InvokeHandle(testCtx(t), id, "websocket", protocol.OutboundRequest{Method: "GET", URL: "/"})
+	if err == nil || !strings.Contains(err.Error(), `"`+id+`"`) {
+		t.Fatalf("an unknown handle name gave %v, want the text to name %q", err, id)
+	}
+	if err := bGlobex.CloseHandles(testCtx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.mustDial(t, "/v1/executor", "globex").InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
+	if protocol.CodeOf(err) != protocol.CodeHandlesClosed || err.Error() != protocol.NewHandlesClosedError(id).Error() {
+		t.Fatalf("after the replica closed them: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for "+format, args...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,151 @@
+package gateway
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// metrics are the gateway's Prometheus collectors, on a registry of its own
+// that the admin listener serves.
+type metrics struct {
+	reg *prometheus.Registry
+
+	executions   *prometheus.CounterVec
+	wall         *prometheus.HistogramVec
+	inFlight     *prometheus.GaugeVec
+	toolCalls    *prometheus.CounterVec
+	toolLatency  *prometheus.HistogramVec
+	outbound     *prometheus.CounterVec
+	connections  *prometheus.GaugeVec
+	authFailures *prometheus.CounterVec
+}
+
+func newMetrics(g *Gateway) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.executions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_executions_total",
+		Help: "Executions by tenant, backend group and outcome (ok, user_error, timeout, memory, payload, or a fault code).",
+	}, []string{"tenant", "backend", "outcome"})
+	m.wall = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "codemode_execution_wall_seconds",
+		Help:    "Wall-clock duration of executions as the gateway saw them, tool waits included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"tenant", "backend"})
+	m.inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "codemode_executions_in_flight",
+		Help: "Executions in flight by tenant.",
+	}, []string{"tenant"})
+	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_tool_calls_total",
+		Help: "Tool calls dispatched back to the caller, by tenant and whether the caller answered (ok) or failed (error).",
+	}, []string{"tenant", "result"})
+	m.toolLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "codemode_tool_call_seconds",
+		Help:    "Time the caller took to answer a tool call.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"tenant"})
+	m.outbound = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_outbound_total",
+		Help: "Executions by the outbound mode they ran with (after the operator's veto), and requests sent to callers' outbound functions (mode=stub_request).",
+	}, []string{"tenant", "mode"})
+	m.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "codemode_connections",
+		Help: "Open connections by tenant and route kind.",
+	}, []string{"tenant", "kind"})
+	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_auth_failures_total",
+		Help: "Requests refused before any upgrade, by reason (unauthenticated, forbidden, too_many_connections).",
+	}, []string{"reason"})
+	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.connections, m.authFailures} {
+		f(c)
+	}
+	ps := g.handles.pins
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codemode_pins", Help: "ExecutionIds pinned to a backend: the retained executions this replica holds."},
+		func() float64 { return float64(ps.len()) }))
+	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_hits_total", Help: "Handle calls routed from the pin table."},
+		func() float64 { return float64(ps.hits.Load()) }))
+	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_misses_total", Help: "Handle calls whose id was not pinned here (routed from the id, or refused)."},
+		func() float64 { return float64(ps.misses.Load()) }))
+	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_evictions_total", Help: "Pins evicted past the table's size or a tenant's handle bound; their handles were closed."},
+		func() float64 { return float64(ps.evictions.Load()) }))
+	f(&healthCollector{g: g, desc: prometheus.NewDesc("codemode_backend_healthy", "1 when a backend member passes its health check.", []string{"backend", "member"}, nil)})
+	return m
+}
+
+// healthCollector reports each member's health as it is at scrape time.
+type healthCollector struct {
+	g    *Gateway
+	desc *prometheus.Desc
+}
+
+func (h *healthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
+
+func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, grp := range h.g.groups {
+		for _, m := range grp.members {
+			v := 0.0
+			if m.healthy.Load() {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, v, grp.name, m.name)
+		}
+	}
+}
+
+// payloadText is the first sentence of PayloadTooLargeError's text.
+var payloadText = regexp.MustCompile(`^The (run's answer|tool call|outbound request|handle answer) is \d+ bytes, past the \d+-byte bound`)
+
+// outcome classifies how an execution ended, for metrics and logs.
+func outcome(res *protocol.ExecuteResult, err error) string {
+	if err != nil {
+		if c := protocol.CodeOf(err); c != "" {
+			return strings.ToLower(string(c))
+		}
+		return "error"
+	}
+	switch {
+	case !res.HasError:
+		return "ok"
+	case protocol.MatchesExecutionTimeout(res.Error):
+		return "timeout"
+	case strings.HasPrefix(res.Error, "Execution ran out of memory"):
+		return "memory"
+	case payloadText.MatchString(res.Error):
+		return "payload"
+	default:
+		return "user_error"
+	}
+}
+
+// observeDispatch counts and times the tool calls of one execution.
+func (m *metrics) observeDispatch(tenant string, d protocol.DispatchFunc) protocol.DispatchFunc {
+	if d == nil {
+		return nil
+	}
+	return func(ctx context.Context, provider, tool, args string) (string, error) {
+		start := time.Now()
+		out, err := d(ctx, provider, tool, args)
+		m.toolLatency.WithLabelValues(tenant).Observe(time.Since(start).Seconds())
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		m.toolCalls.WithLabelValues(tenant, result).Inc()
+		return out, err
+	}
+}
+
+// observeOutbound counts the requests sent to a caller's outbound function.
+func (m *metrics) observeOutbound(tenant string, fn protocol.OutboundFunc) protocol.OutboundFunc {
+	return func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		m.outbound.WithLabelValues(tenant, "stub_request").Inc()
+		return fn(ctx, req)
+	}
+}

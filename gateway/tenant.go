@@ -1,0 +1,184 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/executorapi"
+)
+
+// tenant is one application's view of the gateway: an Executor that applies
+// its policy, runs on its backend group, and pins the executionIds it is
+// granted. Its ExecutorApi server is shared by all its connections, so
+// handles granted on one connection are reachable from the next.
+type tenant struct {
+	name string
+	// settings change on a reload; each call reads them once.
+	settings atomic.Pointer[tenantSettings]
+	routes   *handleRoutes
+	log      *slog.Logger
+	m        *metrics
+	// draining is the gateway's: once set, new executions are turned away.
+	draining *atomic.Bool
+
+	inFlight    atomic.Int64
+	connections atomic.Int64
+	api         *executorapi.Server
+}
+
+// tenantSettings are what a reload may change.
+type tenantSettings struct {
+	policy  config.Policy
+	group   *group
+	limiter *rate.Limiter // nil: no rate limit
+}
+
+func newTenant(t config.Tenant, g *group, gw *Gateway) *tenant {
+	tn := &tenant{name: t.Name, routes: gw.handles, log: gw.log.With("tenant", t.Name), m: gw.metrics, draining: &gw.draining}
+	tn.configure(t, g)
+	tn.api = executorapi.NewServer(tn, executorapi.ServerOptions{})
+	return tn
+}
+
+// configure applies a tenant's configuration. The rate limiter starts full
+// again only when the rate itself changed.
+func (t *tenant) configure(c config.Tenant, g *group) {
+	s := &tenantSettings{policy: c.Policy, group: g}
+	old := t.settings.Load()
+	switch {
+	case c.Policy.Rate <= 0:
+	case old != nil && old.limiter != nil && old.policy.Rate == c.Policy.Rate && old.policy.Burst == c.Policy.Burst:
+		s.limiter = old.limiter
+	default:
+		s.limiter = rate.NewLimiter(rate.Limit(c.Policy.Rate), c.Policy.Burst)
+	}
+	t.settings.Store(s)
+}
+
+// overLimit is the QUEUE_OVERFLOW fault for a tenant bound, with a text in
+// the grammar of the declared failures.
+func (t *tenant) overLimit(what string) error {
+	return protocol.NewFault(protocol.CodeQueueOverflow, fmt.Sprintf(
+		"Tenant %q is at its bound of %s, so this execution was turned away before it started. Retry after the executions in flight finish.", t.name, what))
+}
+
+// Execute implements protocol.Executor.
+func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	if t.draining.Load() {
+		return nil, protocol.NewFault(protocol.CodeQueueOverflow,
+			"This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it.")
+	}
+	set := t.settings.Load()
+	if set.limiter != nil && !set.limiter.Allow() {
+		return nil, t.overLimit(fmt.Sprintf("%g executions started per second", set.policy.Rate))
+	}
+	if n := t.inFlight.Add(1); n > int64(set.policy.MaxConcurrent) {
+		t.inFlight.Add(-1)
+		return nil, t.overLimit(fmt.Sprintf("%d executions in flight", set.policy.MaxConcurrent))
+	}
+	defer t.inFlight.Add(-1)
+	t.m.inFlight.WithLabelValues(t.name).Inc()
+	defer t.m.inFlight.WithLabelValues(t.name).Dec()
+
+	r := *req // the caller's request is not ours to change
+	r.Timeout = set.capTimeout(req.Timeout)
+	if r.Outbound.Mode() == protocol.OutboundNative && !(set.policy.NativeOutbound && set.group.nativeOutbound) {
+		// The operator's veto: a request that asked the executor to fetch
+		// for itself gets no network at all.
+		r.Outbound = protocol.NoOutbound()
+	}
+	mode := r.Outbound.Mode()
+	t.m.outbound.WithLabelValues(t.name, string(mode)).Inc()
+	if mode == protocol.OutboundStub {
+		r.Outbound = protocol.OutboundVia(t.m.observeOutbound(t.name, r.Outbound.Func()))
+	}
+	r.Dispatch = t.m.observeDispatch(t.name, r.Dispatch)
+
+	start := time.Now()
+	res, m, err := set.group.execute(ctx, &r)
+	wall := time.Since(start)
+	oc := outcome(res, err)
+	t.m.executions.WithLabelValues(t.name, set.group.name, oc).Inc()
+	t.m.wall.WithLabelValues(t.name, set.group.name).Observe(wall.Seconds())
+	member := ""
+	if m != nil {
+		member = m.name
+	}
+	t.log.Info("execution", "request", requestID(), "backend", member, "outcome", oc, "wall", wall, "retained", err == nil && res.ExecutionID != "")
+	if err != nil {
+		return nil, err
+	}
+	if res.ExecutionID != "" {
+		out := *res
+		out.ExecutionID = t.routes.grant(m, t.name, res.ExecutionID, set.policy.MaxHandles)
+		return &out, nil
+	}
+	return res, nil
+}
+
+// capTimeout holds a request's timeout to the tenant's cap: absent stays
+// absent when the backend's default is inside the cap (the backend applies
+// it), a null timeout lifts to the cap, a number is held to it.
+func (s *tenantSettings) capTimeout(to protocol.Timeout) protocol.Timeout {
+	limit := float64(s.policy.TimeoutMs)
+	switch {
+	case to.IsZero():
+		if d := float64(s.group.defaultTimeoutMs); d > limit {
+			return protocol.TimeoutOf(limit)
+		}
+		return to
+	case to.IsLifted():
+		return protocol.TimeoutOf(limit)
+	default:
+		if ms, _ := to.Millis(); ms > limit {
+			return protocol.TimeoutOf(limit)
+		}
+		return to
+	}
+}
+
+// InvokeHandle implements protocol.Executor: it routes to the backend that
+// holds the handles, for the tenant that was granted them only.
+func (t *tenant) InvokeHandle(ctx context.Context, id, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	p, ok := t.routes.find(id, t.name)
+	if !ok {
+		return protocol.OutboundResponse{}, protocol.NewHandlesClosedError(id)
+	}
+	resp, err := p.member.exec.InvokeHandle(ctx, p.inner, handle, req)
+	if protocol.CodeOf(err) == protocol.CodeHandlesClosed {
+		t.routes.pins.drop(id)
+	}
+	return resp, outerID(err, p.inner, id)
+}
+
+// CloseHandles implements protocol.Executor.
+func (t *tenant) CloseHandles(ctx context.Context, id string) error {
+	p, ok := t.routes.find(id, t.name)
+	if !ok {
+		return protocol.NewHandlesClosedError(id)
+	}
+	err := p.member.exec.CloseHandles(ctx, p.inner)
+	if err == nil || protocol.CodeOf(err) == protocol.CodeHandlesClosed {
+		t.routes.pins.drop(id)
+	}
+	return outerID(err, p.inner, id)
+}
+
+// Close implements protocol.Executor; the gateway closes the backends.
+func (t *tenant) Close() error { return t.api.Close() }
+
+// requestID names one execution in the logs.
+func requestID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
