@@ -1,0 +1,222 @@
+// Package e2e starts the real gateway binary and drives it from outside:
+// with the real capnweb JavaScript client from the npm registry (through
+// lib/executor-client.mjs, written from the contract alone) and with the Go
+// remote backend.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// gatewayBinary builds cmd/gateway once per test run.
+func gatewayBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gateway-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "gateway")
+		out, err := exec.Command("go", "build", "-o", binary, "../cmd/gateway").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building the gateway: %v", buildErr)
+	}
+	return binary
+}
+
+// process is a running gateway binary.
+type process struct {
+	cmd *exec.Cmd
+	url string
+}
+
+var listening = regexp.MustCompile(`listening on (ws://\S+)`)
+
+// startExecutorServer runs `gateway serve --executor-server` on a free
+// loopback port with extra flags, and waits for its address.
+func startExecutorServer(t *testing.T, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(gatewayBinary(t), append([]string{"serve", "--executor-server", "--listen", "127.0.0.1:0", "--pool-size", "2"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &prefixWriter{t: t}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its workers die with it
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd}
+	t.Cleanup(func() { p.kill() })
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case p.url = <-found:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the executor server never said where it listens")
+	}
+	return p
+}
+
+// kill ends the server and its worker processes at once.
+func (p *process) kill() {
+	if p.cmd.Process != nil {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		p.cmd.Wait()
+	}
+}
+
+type prefixWriter struct{ t *testing.T }
+
+func (w *prefixWriter) Write(b []byte) (int, error) {
+	w.t.Logf("server: %s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// nodeModules fails the test unless the npm packages are installed.
+func nodeModules(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is not installed: the end-to-end tests run the real capnweb JavaScript client (Node 20 or later)")
+	}
+	if _, err := os.Stat("node_modules/capnweb/package.json"); err != nil {
+		t.Fatal("e2e/node_modules is missing: run `make e2e-deps` (npm ci in e2e/)")
+	}
+}
+
+func newKey(t *testing.T) (key, hash string) {
+	key = auth.NewAPIKey()
+	hash, err := auth.HashAPIKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, hash
+}
+
+// TestContractExamplesFromJavaScript runs contract.test.mjs, the contract's
+// examples through the JavaScript client, against the executor server.
+func TestContractExamplesFromJavaScript(t *testing.T) {
+	nodeModules(t)
+	key, hash := newKey(t)
+	srv := startExecutorServer(t, "--key-hash", hash)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "contract.test.mjs")
+	cmd.Env = append(os.Environ(), "CODEMODE_URL="+srv.url, "CODEMODE_KEY="+key)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test contract.test.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("the contract examples failed from JavaScript: %v", err)
+	}
+}
+
+func TestExecutorServerRequiresItsKey(t *testing.T) {
+	_, hash := newKey(t)
+	srv := startExecutorServer(t, "--key-hash", hash)
+	httpURL := "http" + strings.TrimPrefix(srv.url, "ws")
+	for name, header := range map[string]string{"no credential": "", "wrong key": "Bearer " + auth.NewAPIKey()} {
+		req, _ := http.NewRequest("GET", httpURL, nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		if header != "" {
+			req.Header.Set("Authorization", header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: status %d, want 401 before any upgrade", name, resp.StatusCode)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := remote.Dial(ctx, srv.url, remote.Options{}); protocol.CodeOf(err) != protocol.CodeConnectionRejected {
+		t.Fatalf("dialing without the key gave %v, want CONNECTION_REJECTED", err)
+	}
+}
+
+// TestServerKilledMidExecution: the Go remote backend sees CONNECTION_BROKEN
+// when the server process dies under a run, and nothing is replayed.
+func TestServerKilledMidExecution(t *testing.T) {
+	key, hash := newKey(t)
+	srv := startExecutorServer(t, "--key-hash", hash)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ex, err := remote.Dial(ctx, srv.url, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	called := make(chan struct{})
+	var calls int
+	dispatch := func(ctx context.Context, provider, tool, args string) (string, error) {
+		calls++
+		close(called)
+		<-ctx.Done() // the tool never answers; the server dies meanwhile
+		return "", ctx.Err()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := ex.Execute(ctx, &protocol.ExecuteRequest{
+			Code:      `async () => await store.wait()`,
+			Providers: []protocol.ProviderDescriptor{{Name: "store", Tools: []string{"wait"}}},
+			Dispatch:  dispatch,
+		})
+		errc <- err
+	}()
+	select {
+	case <-called:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run never made its tool call")
+	}
+	srv.kill()
+	select {
+	case err := <-errc:
+		if protocol.CodeOf(err) != protocol.CodeConnectionBroken {
+			t.Fatalf("the run failed with %v, want CONNECTION_BROKEN", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run never failed after the server died")
+	}
+	if calls != 1 {
+		t.Fatalf("the tool was called %d times; a run must never be replayed", calls)
+	}
+}
