@@ -6,10 +6,11 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/gateway
 
-.PHONY: all build run test vet lint bench fuzz clean deps interop-deps
+.PHONY: all build run test vet lint bench fuzz clean deps interop-deps e2e-deps e2e
 
 # npm packages for the tests that run the real capnweb JavaScript library.
 INTEROP := protocol/capnweb/interop
+E2E     := e2e
 
 all: build
 
@@ -21,10 +22,10 @@ run: build
 
 # The test command of the README and of CI: static checks, then every test
 # with the race detector.
-test: vet interop-deps
+test: vet interop-deps e2e-deps
 	$(GO) test -race -count=1 ./...
 
-deps: interop-deps
+deps: interop-deps e2e-deps
 	$(GO) mod download
 
 # Installs capnweb and ws exactly as package-lock.json pins them, again only
@@ -34,6 +35,15 @@ interop-deps: $(INTEROP)/node_modules/.package-lock.json
 $(INTEROP)/node_modules/.package-lock.json: $(INTEROP)/package.json $(INTEROP)/package-lock.json
 	cd $(INTEROP) && npm ci --no-audit --no-fund
 
+e2e-deps: $(E2E)/node_modules/.package-lock.json
+
+$(E2E)/node_modules/.package-lock.json: $(E2E)/package.json $(E2E)/package-lock.json
+	cd $(E2E) && npm ci --no-audit --no-fund
+
+# The end-to-end tests alone (make test runs them too).
+e2e: e2e-deps
+	$(GO) test -race -count=1 ./e2e/
+
 vet:
 	$(GO) vet ./...
 
@@ -41,8 +51,13 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+# Benchmarks, side by side in one run each: Go's testing.B across the tree,
+# then the JavaScript client against the Go executor server and a capnweb +
+# node:vm server. Figures go in docs/benchmarks.md.
+BENCHTIME ?= 1s
+bench: build interop-deps e2e-deps
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
+	cd $(E2E) && node bench-executors.mjs ../$(BIN)
 
 # A short fuzzing pass over every fuzz target (FUZZTIME per target).
 FUZZTIME ?= 20s
