@@ -309,7 +309,10 @@ func (pr *pathRoutes) pick(req *http.Request) (*route, string, error) {
 			return rt, p, nil
 		}
 	}
-	if pr.deflt != nil && (len(offered) == 0 || req.Header.Get("Upgrade") == "") {
+	// A proxy route leaves subprotocols to its upstream; an executor route
+	// without any serves only clients that offer none, since it would
+	// answer with none.
+	if pr.deflt != nil && (len(offered) == 0 || req.Header.Get("Upgrade") == "" || pr.deflt.cfg.Kind == "proxy") {
 		return pr.deflt, "", nil
 	}
 	if len(pr.offers) == 0 {

@@ -562,3 +562,43 @@ func waitFor(t *testing.T, cond func() bool, format string, args ...any) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestProxyRouteCarriesWebSockets(t *testing.T) {
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Sec-WebSocket-Protocol"), auth.SubprotocolPrefix) || r.Header.Get("Authorization") != "" {
+			http.Error(w, "the credential reached the upstream", http.StatusTeapot)
+			return
+		}
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"chat.v1"}})
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		typ, msg, err := c.Read(r.Context())
+		if err == nil {
+			c.Write(r.Context(), typ, append([]byte("echo:"+r.Header.Get("X-Codemode-Tenant")+":"), msg...))
+		}
+	}))
+	defer echo.Close()
+	e := start(t, func(y string) string {
+		return strings.Replace(y, "pins:\n", "  - path: /v1/ws/*\n    kind: proxy\n    upstream: "+echo.URL+"\npins:\n", 1)
+	})
+	ctx := testCtx(t)
+	conn, _, err := websocket.Dial(ctx, wsURL(e.url)+"/v1/ws/room", &websocket.DialOptions{
+		Subprotocols: []string{"chat.v1", auth.SubprotocolPrefix + e.keys["globex"]},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if conn.Subprotocol() != "chat.v1" {
+		t.Fatalf("negotiated %q through the proxy", conn.Subprotocol())
+	}
+	if err := conn.Write(ctx, websocket.MessageText, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	_, msg, err := conn.Read(ctx)
+	if err != nil || string(msg) != "echo:globex:hi" {
+		t.Fatalf("read %q, %v", msg, err)
+	}
+}
