@@ -155,27 +155,27 @@ func (e *encoder) value(v any, depth int) (bool, error) {
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, x)
 	case string:
-		e.buf = appendJSString(e.buf, x)
+		e.buf = AppendJSONString(e.buf, x)
 	case float64:
-		e.buf = appendJSNumber(e.buf, x)
+		e.buf = AppendJSNumber(e.buf, x)
 	case float32:
-		e.buf = appendJSNumber(e.buf, float64(x))
+		e.buf = AppendJSNumber(e.buf, float64(x))
 	case int:
-		e.buf = appendJSNumber(e.buf, float64(x))
+		e.buf = AppendJSNumber(e.buf, float64(x))
 	case int64:
-		e.buf = appendJSNumber(e.buf, float64(x))
+		e.buf = AppendJSNumber(e.buf, float64(x))
 	case int32:
-		e.buf = appendJSNumber(e.buf, float64(x))
+		e.buf = AppendJSNumber(e.buf, float64(x))
 	case uint64:
-		e.buf = appendJSNumber(e.buf, float64(x))
+		e.buf = AppendJSNumber(e.buf, float64(x))
 	case uint32:
-		e.buf = appendJSNumber(e.buf, float64(x))
+		e.buf = AppendJSNumber(e.buf, float64(x))
 	case json.Number:
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return false, fmt.Errorf("protocol: json.Number %q is not a number", string(x))
 		}
-		e.buf = appendJSNumber(e.buf, f)
+		e.buf = AppendJSNumber(e.buf, f)
 	case []byte:
 		e.binary(BinaryKindUint8Array, x)
 	case ArrayBufferView:
@@ -242,7 +242,7 @@ func (e *encoder) members(n int, key func(int) string, val func(int) any, depth 
 		if !first {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = appendJSString(e.buf, key(i))
+		e.buf = AppendJSONString(e.buf, key(i))
 		e.buf = append(e.buf, ':')
 		ok, err := e.value(val(i), depth+1)
 		if err != nil {
@@ -297,13 +297,13 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) (bool, error) {
 	case reflect.Bool:
 		e.buf = strconv.AppendBool(e.buf, rv.Bool())
 	case reflect.String:
-		e.buf = appendJSString(e.buf, rv.String())
+		e.buf = AppendJSONString(e.buf, rv.String())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		e.buf = appendJSNumber(e.buf, float64(rv.Int()))
+		e.buf = AppendJSNumber(e.buf, float64(rv.Int()))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		e.buf = appendJSNumber(e.buf, float64(rv.Uint()))
+		e.buf = AppendJSNumber(e.buf, float64(rv.Uint()))
 	case reflect.Float32, reflect.Float64:
-		e.buf = appendJSNumber(e.buf, rv.Float())
+		e.buf = AppendJSNumber(e.buf, rv.Float())
 	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
 		return false, nil
 	case reflect.Slice:
@@ -436,9 +436,9 @@ func sortKeysJS(keys []string) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSString appends s quoted as JSON.stringify quotes a string. See
+// AppendJSONString appends s quoted as JSON.stringify quotes a string. See
 // StringifyForDispatch for how bytes that are not UTF-8 are written.
-func appendJSString(dst []byte, s string) []byte {
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {

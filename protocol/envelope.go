@@ -70,7 +70,7 @@ func ResultEnvelope(v any) (string, error) {
 
 // ErrorEnvelope writes {"error":text}.
 func ErrorEnvelope(text string) string {
-	return string(appendJSString([]byte(`{"error":`), text)) + "}"
+	return string(AppendJSONString([]byte(`{"error":`), text)) + "}"
 }
 
 // Envelope is a dispatch answer read back: the tool's value, or the text it

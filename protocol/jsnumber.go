@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// appendJSNumber appends f as JavaScript's Number.prototype.toString(10)
+// AppendJSNumber appends f as JavaScript's Number.prototype.toString(10)
 // writes it, which is also what JSON.stringify writes for a finite number.
 // NaN and the infinities have no JSON form; callers write null for them.
 //
@@ -15,7 +15,7 @@ import (
 // to exponential outside that range with an explicit sign ("1e+21",
 // "1e-7"), while Go's 'g' format switches at different points and pads the
 // exponent to two digits.
-func appendJSNumber(dst []byte, f float64) []byte {
+func AppendJSNumber(dst []byte, f float64) []byte {
 	if f == 0 {
 		return append(dst, '0') // -0 included: JavaScript writes it as 0
 	}
@@ -88,5 +88,5 @@ func FormatJSNumber(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	return string(appendJSNumber(nil, f))
+	return string(AppendJSNumber(nil, f))
 }

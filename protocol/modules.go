@@ -128,12 +128,12 @@ func (m Module) MarshalJSON() ([]byte, error) {
 	var b []byte
 	switch kind {
 	case KindJS:
-		return appendJSString(nil, m.Source), nil
+		return AppendJSONString(nil, m.Source), nil
 	case KindCJS, KindText:
 		b = append(b, `{"`...)
 		b = append(b, kind...)
 		b = append(b, `":`...)
-		b = appendJSString(b, m.Source)
+		b = AppendJSONString(b, m.Source)
 	case KindJSON:
 		if !json.Valid([]byte(m.Source)) {
 			return nil, fmt.Errorf("protocol: json module source is not JSON text")
@@ -279,7 +279,7 @@ func (p ModulePair) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, namedKindError(err, p.Name)
 	}
-	b := appendJSString([]byte{'['}, p.Name)
+	b := AppendJSONString([]byte{'['}, p.Name)
 	b = append(b, ',')
 	b = append(b, src...)
 	return append(b, ']'), nil

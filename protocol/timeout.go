@@ -46,7 +46,7 @@ func (t Timeout) MarshalJSON() ([]byte, error) {
 	case math.IsNaN(t.ms) || math.IsInf(t.ms, -1):
 		return nil, NewInvalidTimeoutError(t.ms)
 	}
-	return appendJSNumber(nil, t.ms), nil
+	return AppendJSNumber(nil, t.ms), nil
 }
 
 // UnmarshalJSON reads null as the lifted timeout and a number as a timeout

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -52,7 +51,7 @@ func (e *encoder) value(v any, depth int) error {
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, x)
 	case string:
-		e.buf = appendString(e.buf, x)
+		e.buf = protocol.AppendJSONString(e.buf, x)
 	case float64:
 		e.number(x)
 	case float32:
@@ -111,7 +110,7 @@ func (e *encoder) value(v any, depth int) error {
 			return nil
 		}
 		e.buf = append(e.buf, `["url",`...)
-		e.buf = appendString(e.buf, x.String())
+		e.buf = protocol.AppendJSONString(e.buf, x.String())
 		e.buf = append(e.buf, ']')
 	case Headers:
 		e.buf = append(e.buf, `["headers",[`...)
@@ -120,9 +119,9 @@ func (e *encoder) value(v any, depth int) error {
 				e.buf = append(e.buf, ',')
 			}
 			e.buf = append(e.buf, '[')
-			e.buf = appendString(e.buf, h[0])
+			e.buf = protocol.AppendJSONString(e.buf, h[0])
 			e.buf = append(e.buf, ',')
-			e.buf = appendString(e.buf, h[1])
+			e.buf = protocol.AppendJSONString(e.buf, h[1])
 			e.buf = append(e.buf, ']')
 		}
 		e.buf = append(e.buf, "]]"...)
@@ -164,7 +163,7 @@ func (e *encoder) value(v any, depth int) error {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = appendString(e.buf, k)
+			e.buf = protocol.AppendJSONString(e.buf, k)
 			e.buf = append(e.buf, ':')
 			if err := e.value(x[k], depth+1); err != nil {
 				return err
@@ -202,7 +201,7 @@ func (e *encoder) number(f float64) {
 	case math.IsInf(f, -1):
 		e.buf = append(e.buf, `["-inf"]`...)
 	default:
-		e.buf = appendNumber(e.buf, f)
+		e.buf = protocol.AppendJSNumber(e.buf, f)
 	}
 }
 
@@ -212,7 +211,7 @@ func (e *encoder) bytes(b []byte, marker string) {
 	e.buf = append(e.buf, '"')
 	if marker != "" {
 		e.buf = append(e.buf, ',')
-		e.buf = appendString(e.buf, marker)
+		e.buf = protocol.AppendJSONString(e.buf, marker)
 	}
 	e.buf = append(e.buf, ']')
 }
@@ -237,7 +236,7 @@ func (e *encoder) object(o Object, depth int) error {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = appendString(e.buf, f.Key)
+		e.buf = protocol.AppendJSONString(e.buf, f.Key)
 		e.buf = append(e.buf, ':')
 		if err := e.value(f.Value, depth+1); err != nil {
 			return err
@@ -255,9 +254,9 @@ func (e *encoder) errorValue(x *Error, depth int) error {
 		name = "Error"
 	}
 	e.buf = append(e.buf, `["error",`...)
-	e.buf = appendString(e.buf, name)
+	e.buf = protocol.AppendJSONString(e.buf, name)
 	e.buf = append(e.buf, ',')
-	e.buf = appendString(e.buf, x.Message)
+	e.buf = protocol.AppendJSONString(e.buf, x.Message)
 	if x.Stack == "" && len(x.Props) == 0 {
 		e.buf = append(e.buf, ']')
 		return nil
@@ -266,7 +265,7 @@ func (e *encoder) errorValue(x *Error, depth int) error {
 	if x.Stack == "" {
 		e.buf = append(e.buf, "null"...)
 	} else {
-		e.buf = appendString(e.buf, x.Stack)
+		e.buf = protocol.AppendJSONString(e.buf, x.Stack)
 	}
 	if len(x.Props) > 0 {
 		e.buf = append(e.buf, ',')
@@ -380,7 +379,7 @@ func (e *encoder) path(path []string) {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = appendString(e.buf, p)
+		e.buf = protocol.AppendJSONString(e.buf, p)
 	}
 	e.buf = append(e.buf, ']')
 }
@@ -399,7 +398,7 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 	case reflect.Bool:
 		e.buf = strconv.AppendBool(e.buf, rv.Bool())
 	case reflect.String:
-		e.buf = appendString(e.buf, rv.String())
+		e.buf = protocol.AppendJSONString(e.buf, rv.String())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		e.number(float64(rv.Int()))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
@@ -438,7 +437,7 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = appendString(e.buf, k)
+			e.buf = protocol.AppendJSONString(e.buf, k)
 			e.buf = append(e.buf, ':')
 			if err := e.value(m[k].Interface(), depth+1); err != nil {
 				return err
@@ -457,7 +456,7 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 				e.buf = append(e.buf, ',')
 			}
 			n++
-			e.buf = appendString(e.buf, f.name)
+			e.buf = protocol.AppendJSONString(e.buf, f.name)
 			e.buf = append(e.buf, ':')
 			if err := e.value(fv.Interface(), depth+1); err != nil {
 				return err
@@ -511,77 +510,4 @@ func structFields(t reflect.Type) []structField {
 	walk(t, nil)
 	structCache.Store(t, out)
 	return out
-}
-
-// appendString writes s as JSON.stringify does: only '"', '\\' and control
-// characters are escaped (lower-case hex), everything else is raw UTF-8.
-// Bytes that are not UTF-8 become U+FFFD, since a JavaScript string cannot
-// hold them.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"':
-				b = append(b, '\\', '"')
-			case '\\':
-				b = append(b, '\\', '\\')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// appendNumber writes a finite number as JavaScript's Number#toString does:
-// plain digits from 1e-6 up to 1e21, exponent form outside, -0 as 0.
-func appendNumber(b []byte, f float64) []byte {
-	if f == 0 {
-		return append(b, '0')
-	}
-	abs := math.Abs(f)
-	if abs >= 1e-6 && abs < 1e21 {
-		return strconv.AppendFloat(b, f, 'f', -1, 64)
-	}
-	start := len(b)
-	b = strconv.AppendFloat(b, f, 'e', -1, 64)
-	// Go writes e-07 and e+07; JavaScript writes e-7 and e+7.
-	n := len(b)
-	if n-start >= 4 && b[n-4] == 'e' && b[n-2] == '0' {
-		b[n-2] = b[n-1]
-		b = b[:n-1]
-	}
-	return b
 }

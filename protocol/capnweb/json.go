@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // jsonParser is a strict JSON parser (RFC 8259, as JSON.parse accepts)
@@ -352,7 +354,7 @@ func (o rawObject) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, f.Key)
+		b = protocol.AppendJSONString(b, f.Key)
 		b = append(b, ':')
 		v, err := json.Marshal(f.Value)
 		if err != nil {
