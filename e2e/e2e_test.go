@@ -51,45 +51,61 @@ func gatewayBinary(t *testing.T) string {
 	return binary
 }
 
-// process is a running gateway binary.
+// process is a running program of a test: the gateway binary or node.
 type process struct {
 	cmd *exec.Cmd
-	url string
+	url string // the first address it printed
 }
 
-var listening = regexp.MustCompile(`listening on (ws://\S+)`)
+var listening = regexp.MustCompile(`listening on ((?:ws|http)s?://\S+)`)
 
-// startExecutorServer runs `gateway serve --executor-server` on a free
-// loopback port with extra flags, and waits for its address.
-func startExecutorServer(t *testing.T, args ...string) *process {
+// startProcess runs cmd in its own process group (so its workers die with
+// it), logs its stderr, and waits for it to print where it listens. extra
+// lines of its stdout are handed to onLine, if given, before the address
+// line is reported.
+func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string)) *process {
 	t.Helper()
-	cmd := exec.Command(gatewayBinary(t), append([]string{"serve", "--executor-server", "--listen", "127.0.0.1:0", "--pool-size", "2"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd.Stderr = &prefixWriter{t: t}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its workers die with it
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	p := &process{cmd: cmd}
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(p.kill)
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
+			line := sc.Text()
+			if onLine != nil {
+				onLine(line)
+			}
+			if m := listening.FindStringSubmatch(line); m != nil && (onLine == nil || strings.HasPrefix(line, "gateway ")) {
+				select {
+				case found <- m[1]:
+				default:
+				}
 			}
 		}
 	}()
 	select {
 	case p.url = <-found:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the executor server never said where it listens")
+		t.Fatalf("%s never said where it listens", what)
 	}
 	return p
+}
+
+// startExecutorServer runs `gateway serve --executor-server` on a free
+// loopback port with extra flags, and waits for its address.
+func startExecutorServer(t *testing.T, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(gatewayBinary(t), append([]string{"serve", "--executor-server", "--listen", "127.0.0.1:0", "--pool-size", "2"}, args...)...)
+	return startProcess(t, "the executor server", cmd, nil)
 }
 
 // kill ends the server and its worker processes at once.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,10 +17,7 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-var (
-	gatewayListening = regexp.MustCompile(`gateway listening on (https?://\S+)`)
-	adminListening   = regexp.MustCompile(`admin listening on (https?://\S+)`)
-)
+var adminListening = regexp.MustCompile(`admin listening on (https?://\S+)`)
 
 // runningGateway is a `gateway serve` process.
 type runningGateway struct {
@@ -47,38 +42,17 @@ func startGatewayProcess(t *testing.T, config string, env ...string) *runningGat
 	}
 	cmd := exec.Command(gatewayBinary(t), "serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = &prefixWriter{t: t}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd}
-	t.Cleanup(p.kill)
-	rg := &runningGateway{proc: p, configPath: path}
-	found := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := adminListening.FindStringSubmatch(sc.Text()); m != nil {
-				rg.admin = m[1]
-			}
-			if m := gatewayListening.FindStringSubmatch(sc.Text()); m != nil {
-				rg.url = m[1]
-				close(found)
-			}
+	rg := &runningGateway{configPath: path}
+	// The admin line comes before the gateway line, on the same reading
+	// goroutine that then reports the address: the write below happens
+	// before startProcess returns.
+	rg.proc = startProcess(t, "the gateway", cmd, func(line string) {
+		if m := adminListening.FindStringSubmatch(line); m != nil {
+			rg.admin = m[1]
 		}
-	}()
-	select {
-	case <-found:
-		return rg
-	case <-time.After(30 * time.Second):
-		t.Fatal("the gateway never said where it listens")
-		return nil
-	}
+	})
+	rg.url = rg.proc.url
+	return rg
 }
 
 type twoTenants struct {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os/exec"
@@ -20,33 +19,7 @@ import (
 func startJSExecutorServer(t *testing.T) string {
 	t.Helper()
 	nodeModules(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "node", "js-executor-server.mjs")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = &prefixWriter{t: t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-found:
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("the JavaScript executor server never said where it listens")
-		return ""
-	}
+	return startProcess(t, "the JavaScript executor server", exec.Command("node", "js-executor-server.mjs"), nil).url
 }
 
 // TestRemoteBackendAgainstAJavaScriptServer proves backends/remote against
