@@ -138,7 +138,7 @@ func Install(vm *goja.Runtime, loop Loop, cfg Config) (*Platform, error) {
 // throws. goja has no shared memory, and the contract declares only
 // SharedArrayBuffer.prototype.grow absent, so the constructor exists (for
 // grow to live on its prototype) and refuses to construct.
-const SharedArrayBufferAbsentText = "SharedArrayBuffer cannot be constructed in this runtime, because a run has no second thread to share memory with. Use ArrayBuffer, with the length you need when you create it."
+var SharedArrayBufferAbsentText = protocol.NewSharedMemoryAbsentError().Error()
 
 // lazyGlobals are the globals published on first touch, by the section of
 // platform.js that builds them.
