@@ -44,9 +44,22 @@
 // A worker that dies under an execution, or never starts, fails it with
 // WORKER_CRASHED (retryable), unless a bound killed it. After Close every
 // call fails with CONNECTION_BROKEN, and so do executions Close cut short.
-// This executor grants no execution handles yet: InvokeHandle and
-// CloseHandles fail with HANDLES_CLOSED. A cancelled context ends the run
-// and Execute returns the context's cause.
+// A cancelled context ends the run and Execute returns the context's cause.
+//
+// # Execution handles
+//
+// A request with RetainHandles whose run settles to a fetch handler keeps
+// its isolate (sandbox.RunRetained): the result has no value, an
+// ExecutionID of 128 random bits and Handles ["fetch"], and the worker is
+// pinned to it. InvokeHandle serves invocations one at a time in arrival
+// order, each under a fresh bound of the execution's timeout on both
+// clocks; a handler's throw, a non-Response answer and another handle name
+// (HandleNotFoundError) reject and the handles keep serving. CloseHandles,
+// Options.HandlesIdleTimeout, a bound ending an invocation (its text is the
+// rejection), the memory limit between invocations (reported to the next
+// invocation), a worker crash and Close end them; later calls fail with
+// HANDLES_CLOSED. Held handles count against PoolSize, and their worker is
+// retired, not reused, when they close.
 //
 // docs/local-executor.md maps each bound to the layer that enforces it.
 package local

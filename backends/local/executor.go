@@ -68,9 +68,9 @@ type Options struct {
 	DefaultTimeoutMs int64
 	// CountHostWaits is the default of the request field of that name.
 	CountHostWaits bool
-	// HandlesIdleTimeout is the idle bound of retained executions.
-	// Default: protocol.DefaultHandlesIdleTimeout milliseconds. Stored for
-	// the handles feature; this executor grants no handles yet.
+	// HandlesIdleTimeout is the idle bound of retained executions: one
+	// nobody invokes for that long is closed and its worker retired.
+	// Default: protocol.DefaultHandlesIdleTimeout milliseconds.
 	HandlesIdleTimeout time.Duration
 	// MaxRunsPerWorker replaces a worker after that many executions.
 	// Default: DefaultMaxRunsPerWorker.
@@ -177,6 +177,8 @@ type Executor struct {
 	waiting int
 	live    int                   // processes alive or being started
 	all     map[*process]struct{} // every live worker, for Close
+	handles map[string]*held      // retained executions by executionId
+	holders sync.WaitGroup        // their holder goroutines, for Close
 }
 
 var _ protocol.Executor = (*Executor)(nil)
@@ -195,6 +197,7 @@ func New(opts Options) (*Executor, error) {
 		idle:    make(chan *process, o.PoolSize),
 		closing: make(chan struct{}),
 		all:     make(map[*process]struct{}),
+		handles: make(map[string]*held),
 	}
 	for range o.PoolSize {
 		e.refill()
@@ -224,7 +227,12 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 	if err := e.acquire(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { <-e.slots }()
+	handedOff := false // a grant's holder took the slot and the worker
+	defer func() {
+		if !handedOff {
+			<-e.slots
+		}
+	}()
 
 	p, err := e.take(ctx)
 	if err != nil {
@@ -239,6 +247,22 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 		return nil, crashedFault("The worker process for this execution did not start.")
 	}
 	res, reusable, err := e.runOn(ctx, p, req, job)
+	if err == nil && len(res.Handles) > 0 {
+		if !req.RetainHandles || !e.hold(p, req, job, res) {
+			// A grant nobody asked for, or one the closing executor cannot
+			// keep: the worker holds a live session, so it is retired.
+			e.giveBack(p, false)
+			if e.isClosed() {
+				return nil, brokenFault()
+			}
+			return nil, crashedFault("The worker granted handles it could not keep.")
+		}
+		handedOff = true
+		return res, nil
+	}
+	if res != nil {
+		res.ExecutionID, res.Handles = "", nil
+	}
 	e.giveBack(p, reusable)
 	return res, err
 }
@@ -430,24 +454,8 @@ func (e *Executor) jobFor(req *protocol.ExecuteRequest) (sandbox.Job, error) {
 		MemoryLimitMB:  e.opts.MemoryLimitMB,
 		OutboundMode:   req.Outbound.Mode(),
 		Native:         e.opts.Native,
+		RetainHandles:  req.RetainHandles,
 	}, nil
-}
-
-// InvokeHandle fails with HANDLES_CLOSED: this executor grants no handles
-// yet, so no execution ever holds any.
-func (e *Executor) InvokeHandle(ctx context.Context, executionID, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
-	if e.isClosed() {
-		return protocol.OutboundResponse{}, brokenFault()
-	}
-	return protocol.OutboundResponse{}, protocol.NewHandlesClosedError(executionID)
-}
-
-// CloseHandles fails with HANDLES_CLOSED, as InvokeHandle does.
-func (e *Executor) CloseHandles(ctx context.Context, executionID string) error {
-	if e.isClosed() {
-		return brokenFault()
-	}
-	return protocol.NewHandlesClosedError(executionID)
 }
 
 // Close stops every worker. Executions still running end with
@@ -477,6 +485,7 @@ func (e *Executor) Close() error {
 	for _, p := range procs {
 		<-p.exited
 	}
+	e.holders.Wait()
 	return nil
 }
 
@@ -489,10 +498,13 @@ type Stats struct {
 	OutOfMemory    int64 // workers whose runtime died refusing an allocation (RLIMIT_AS)
 	HeapLimits     int64 // runs the in-worker heap watchdog ended
 	QueueOverflows int64 // executions refused at the queue bound
+	HandlesGranted int64 // executions that retained their handles
+	HandlesExpired int64 // retained executions closed at the idle bound
 }
 
 type stats struct {
 	workersStarted, workersCrashed, timeoutKills, rssKills, outOfMemory, heapLimits, queueOverflows atomic.Int64
+	handlesGranted, handlesExpired                                                                  atomic.Int64
 }
 
 // Stats returns the pool's counters.
@@ -506,6 +518,8 @@ func (e *Executor) Stats() Stats {
 		OutOfMemory:    s.outOfMemory.Load(),
 		HeapLimits:     s.heapLimits.Load(),
 		QueueOverflows: s.queueOverflows.Load(),
+		HandlesGranted: s.handlesGranted.Load(),
+		HandlesExpired: s.handlesExpired.Load(),
 	}
 }
 

@@ -37,6 +37,9 @@ const (
 	kindOutbound       = "outbound"       // worker → parent: one stub-mode request
 	kindOutboundAnswer = "outboundAnswer" // parent → worker: its response
 	kindResult         = "result"         // worker → parent: the run's envelope
+	kindInvoke         = "invoke"         // parent → worker: one invocation of a retained handler
+	kindInvokeAnswer   = "invokeAnswer"   // worker → parent: its response or rejection
+	kindEnded          = "ended"          // worker → parent: the retained session ended by itself
 )
 
 // message is every frame's JSON shape; Kind says which fields are set.
@@ -68,6 +71,9 @@ type message struct {
 	// OverLimit says the heap watchdog ended the run: the parent replaces
 	// the worker rather than reuse a heap that went past the limit.
 	OverLimit bool `json:"overLimit,omitempty"`
+	// Ended says a retained session is gone (invokeAnswer, ended): Err is
+	// the bound's text that ended it.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // initMessage carries the per-worker limits.

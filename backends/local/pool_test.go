@@ -287,7 +287,8 @@ func TestCloseBreaksRunningAndLaterCalls(t *testing.T) {
 	}
 }
 
-func TestHandlesAreNeverGranted(t *testing.T) {
+// An executionId nobody was granted holds no handles.
+func TestUnknownExecutionHoldsNoHandles(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1})
 	if _, err := e.InvokeHandle(context.Background(), "ex-1", "fetch", protocol.OutboundRequest{}); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
 		t.Fatalf("InvokeHandle: %v", err)

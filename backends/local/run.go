@@ -158,7 +158,10 @@ func failure(text string) *protocol.ExecuteResult {
 // frame and sends the answer back.
 func (e *Executor) serveHostCall(ctx context.Context, p *process, req *protocol.ExecuteRequest, m *message, done chan<- struct{}) {
 	ans := answerFor(ctx, req, m)
-	if ctx.Err() == nil {
+	// A run that may retain its session still has the call open inside it
+	// after it settles: it gets its (cancelled) answer, so the sandbox's
+	// count of open host calls stays true for the invocations.
+	if ctx.Err() == nil || req.RetainHandles {
 		if err := p.send(ans); errors.Is(err, errFrameTooLarge) {
 			_ = p.send(&message{Kind: ans.Kind, ID: m.ID, HasErr: true,
 				Err: "The host's answer is too large to deliver to the sandbox."})

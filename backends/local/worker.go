@@ -72,7 +72,15 @@ type workerServer struct {
 	nextID  uint64
 	pending map[uint64]chan *message
 	cancel  context.CancelCauseFunc // the current run's, nil when idle
+	// invokes feeds the retained session's invocations, once the run was
+	// granted handles; nil otherwise.
+	invokes chan *message
 }
+
+// maxQueuedInvokes bounds the invoke frames waiting in a worker. The parent
+// sends one at a time, so more than that is a parent that broke the
+// protocol.
+const maxQueuedInvokes = 16
 
 // serveWorker runs the worker protocol and returns the exit code.
 func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
@@ -97,6 +105,18 @@ func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
 		switch m.Kind {
 		case kindJob:
 			if m.Job == nil || !s.startRun(*m.Job) {
+				return exitBadFrame
+			}
+		case kindInvoke:
+			s.mu.Lock()
+			ch := s.invokes
+			s.mu.Unlock()
+			if ch == nil || m.OutboundRequest == nil {
+				return exitBadFrame
+			}
+			select {
+			case ch <- m:
+			default:
 				return exitBadFrame
 			}
 		case kindCancel:
@@ -159,8 +179,26 @@ func (s *workerServer) runJob(ctx context.Context, cancel context.CancelCauseFun
 	watchdogDone := make(chan bool, 1)
 	go func() { watchdogDone <- s.watchHeap(cancel, watchdogStop) }()
 
+	if job.RetainHandles {
+		res, kept := s.runRetainedProtected(ctx, job, host)
+		if kept != nil {
+			s.serveRetained(ctx, kept, res)
+			close(watchdogStop)
+			<-watchdogDone
+			host.finish()
+			// The parent retires a worker whose handles closed; s.cancel
+			// stays set, so no further job is accepted.
+			return
+		}
+		s.finishRun(res, host, cancel, watchdogStop, watchdogDone)
+		return
+	}
 	res := s.runProtected(ctx, job, host)
+	s.finishRun(res, host, cancel, watchdogStop, watchdogDone)
+}
 
+// finishRun stops the watchdog and sends the run's result.
+func (s *workerServer) finishRun(res *protocol.ExecuteResult, host *workerHost, cancel context.CancelCauseFunc, watchdogStop chan struct{}, watchdogDone chan bool) {
 	close(watchdogStop)
 	overLimit := <-watchdogDone
 	host.finish()
@@ -171,6 +209,59 @@ func (s *workerServer) runJob(ctx context.Context, cancel context.CancelCauseFun
 	// A failed write means the parent is gone; the read loop sees stdin end
 	// and exits.
 	_ = s.send(&message{Kind: kindResult, Result: res, OverLimit: overLimit})
+}
+
+// runRetainedProtected is runProtected for a job that asked for handles.
+func (s *workerServer) runRetainedProtected(ctx context.Context, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, *sandbox.Retained) {
+	defer func() {
+		if r := recover(); r != nil {
+			os.Stderr.WriteString("worker: run panicked\n")
+			os.Exit(exitRunPanic)
+		}
+	}()
+	return sandbox.RunRetained(ctx, job, host)
+}
+
+// serveRetained sends the grant and serves invocations, one at a time in
+// the order their frames came, until the session ends: an invocation past
+// its bound, or the watchdog cancelling ctx between invocations (then an
+// ended frame carries the memory text). Its host stays open throughout,
+// so the handler's stub-mode fetches still cross the pipe.
+func (s *workerServer) serveRetained(ctx context.Context, kept *sandbox.Retained, res *protocol.ExecuteResult) {
+	defer kept.Close()
+	invokes := make(chan *message, maxQueuedInvokes)
+	s.mu.Lock()
+	s.invokes = invokes
+	s.mu.Unlock()
+	if s.send(&message{Kind: kindResult, Result: res}) != nil {
+		return
+	}
+	overLimit := func() bool {
+		var mem *protocol.MemoryLimitError
+		return errors.As(context.Cause(ctx), &mem)
+	}
+	for {
+		select {
+		case m := <-invokes:
+			inv := kept.Invoke(*m.OutboundRequest)
+			ans := &message{Kind: kindInvokeAnswer, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended}
+			if !inv.HasErr {
+				ans.OutboundResponse = &inv.Response
+			}
+			if inv.Ended {
+				ans.OverLimit = overLimit()
+			}
+			if err := s.send(ans); errors.Is(err, errFrameTooLarge) {
+				_ = s.send(&message{Kind: kindInvokeAnswer, ID: m.ID, HasErr: true, Err: sandbox.InternalErrorText})
+			}
+			if inv.Ended {
+				return
+			}
+		case <-kept.Done():
+			_ = s.send(&message{Kind: kindEnded, Err: kept.EndText(), HasErr: true, Ended: true, OverLimit: overLimit()})
+			return
+		}
+	}
 }
 
 // runProtected calls the run function, turning a Go panic that escaped it

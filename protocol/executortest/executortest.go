@@ -85,6 +85,64 @@ func wantError(t *testing.T, res *protocol.ExecuteResult, want string) {
 
 var greeter = protocol.ModuleMap{"greeter": {Kind: protocol.KindJS, Source: `export const greet = (name) => 'hello ' + name`}}
 
+// counterHandler answers "<count> <path>": its count is module state that
+// lives as long as its handles.
+const counterHandler = `async () => { let n = 0; return { fetch: (req) => new Response(++n + ' ' + new URL(req.url).pathname) } }`
+
+// wantGrant asserts a handle grant and returns its executionId.
+func wantGrant(t *testing.T, res *protocol.ExecuteResult) string {
+	t.Helper()
+	if res.HasError || res.ResultJSON != "" || res.ExecutionID == "" || !reflect.DeepEqual(res.Handles, []string{"fetch"}) {
+		t.Fatalf("got %+v, want a grant of the fetch handle", res)
+	}
+	return res.ExecutionID
+}
+
+// invokeText invokes the fetch handle with a GET of path and returns the
+// response body.
+func invokeText(t *testing.T, ex protocol.Executor, id, path string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := ex.InvokeHandle(ctx, id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://handler.test" + path})
+	if err != nil {
+		t.Fatalf("InvokeHandle(%s): %v", path, err)
+	}
+	return string(resp.Body)
+}
+
+// wantHandlesClosed asserts that both calls meet HANDLES_CLOSED.
+func wantHandlesClosed(t *testing.T, ex protocol.Executor, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	want := protocol.NewHandlesClosedError(id).Error()
+	if _, err := ex.InvokeHandle(ctx, id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://handler.test/"}); protocol.CodeOf(err) != protocol.CodeHandlesClosed || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("InvokeHandle after the close: %v, want HANDLES_CLOSED", err)
+	}
+	if err := ex.CloseHandles(ctx, id); protocol.CodeOf(err) != protocol.CodeHandlesClosed || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("CloseHandles after the close: %v, want HANDLES_CLOSED", err)
+	}
+}
+
+// closeQuietly releases handles a case is done with, so the shared
+// executor gets its worker back.
+func closeQuietly(ex protocol.Executor, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = ex.CloseHandles(ctx, id)
+}
+
+func headerValues(hs []protocol.Header, name string) []string {
+	var out []string
+	for _, h := range hs {
+		if strings.EqualFold(h[0], name) {
+			out = append(out, h[1])
+		}
+	}
+	return out
+}
+
 func answering(v any) protocol.DispatchFunc {
 	return protocol.NewEnvelopeDispatch(protocol.NewEnvelopeState(), func(context.Context, string, string, []any) (any, error) {
 		return v, nil
@@ -431,6 +489,109 @@ async () => [twice(2), legacy.answer, note, config.b, new Uint8Array(blob).lengt
 		if err := ex.CloseHandles(ctx, "never-granted"); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
 			t.Fatalf("CloseHandles gave %v, want HANDLES_CLOSED", err)
 		}
+	}},
+	{"handles/grant, invoke in order, close", func(t *testing.T, ex protocol.Executor) {
+		res := execute(t, ex, &protocol.ExecuteRequest{Code: counterHandler, RetainHandles: true})
+		id := wantGrant(t, res)
+		for i := 1; i <= 3; i++ {
+			if got := invokeText(t, ex, id, fmt.Sprintf("/n/%d", i)); got != fmt.Sprintf("%d /n/%d", i, i) {
+				t.Fatalf("invocation %d answered %q", i, got)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := ex.CloseHandles(ctx, id); err != nil {
+			t.Fatalf("CloseHandles: %v", err)
+		}
+		wantHandlesClosed(t, ex, id)
+	}},
+	{"handles/rejections keep the handles serving", func(t *testing.T, ex protocol.Executor) {
+		res := execute(t, ex, &protocol.ExecuteRequest{Code: `async () => { let n = 0; return { async fetch(req) {
+			n++
+			const p = new URL(req.url).pathname
+			if (p === '/throw') throw new Error('No such order.')
+			if (p === '/plain') return { status: 200 }
+			return new Response(new Uint8Array(await req.arrayBuffer()).reverse(), { status: 202, statusText: 'Accepted', headers: [['x-n', String(n)]] })
+		} } }`, RetainHandles: true})
+		id := wantGrant(t, res)
+		defer closeQuietly(ex, id)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for path, want := range map[string]string{
+			"/throw": "No such order.",
+			"/plain": "something other than a Response",
+		} {
+			_, err := ex.InvokeHandle(ctx, id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://handler.test" + path})
+			if err == nil || protocol.CodeOf(err) != "" || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: %v, want a rejection with %q", path, err, want)
+			}
+		}
+		_, err := ex.InvokeHandle(ctx, id, "other", protocol.OutboundRequest{Method: "GET", URL: "https://handler.test/"})
+		if err == nil || protocol.CodeOf(err) != "" || !strings.HasSuffix(err.Error(), protocol.NewHandleNotFoundError(id, "other", []string{"fetch"}).Error()) {
+			t.Fatalf("another handle name: %v", err)
+		}
+		resp, err := ex.InvokeHandle(ctx, id, "fetch", protocol.OutboundRequest{Method: "POST", URL: "https://handler.test/echo", Body: []byte{0, 1, 254, 255}})
+		if err != nil || resp.Status != 202 || resp.StatusText != "Accepted" || !reflect.DeepEqual(resp.Body, []byte{255, 254, 1, 0}) {
+			t.Fatalf("after the rejections: %+v, %v", resp, err)
+		}
+		if !reflect.DeepEqual(headerValues(resp.Headers, "x-n"), []string{"3"}) {
+			t.Fatalf("headers %v", resp.Headers)
+		}
+	}},
+	{"handles/other shapes and requests without retainHandles return values", func(t *testing.T, ex protocol.Executor) {
+		res := execute(t, ex, &protocol.ExecuteRequest{Code: `async () => ({ fetch: 'not callable' })`, RetainHandles: true})
+		wantValue(t, res, map[string]any{"fetch": "not callable"})
+		if res.ExecutionID != "" || res.Handles != nil {
+			t.Fatalf("a value that is no handler was retained: %+v", res)
+		}
+		res = execute(t, ex, &protocol.ExecuteRequest{Code: `async () => ({ fetch() { return new Response('') } })`})
+		if res.HasError || res.ResultJSON != "{}" || res.ExecutionID != "" {
+			t.Fatalf("a handler without retainHandles: %+v, want the value {}", res)
+		}
+	}},
+	{"handles/the outbound function stays usable until they close", func(t *testing.T, ex protocol.Executor) {
+		var mu sync.Mutex
+		var urls []string
+		res := execute(t, ex, &protocol.ExecuteRequest{
+			Code:          `async () => async (req) => new Response(await (await fetch('https://upstream.test' + new URL(req.url).pathname)).text())`,
+			RetainHandles: true,
+			Outbound: protocol.OutboundVia(func(_ context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+				mu.Lock()
+				urls = append(urls, req.URL)
+				mu.Unlock()
+				return protocol.OutboundResponse{Status: 200, Body: []byte("upstream " + req.URL)}, nil
+			}),
+		})
+		id := wantGrant(t, res)
+		defer closeQuietly(ex, id)
+		for _, p := range []string{"/a", "/b"} {
+			if got := invokeText(t, ex, id, p); got != "upstream https://upstream.test"+p {
+				t.Fatalf("answered %q", got)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !reflect.DeepEqual(urls, []string{"https://upstream.test/a", "https://upstream.test/b"}) {
+			t.Fatalf("the outbound function saw %v", urls)
+		}
+	}},
+	{"handles/a run bound ending an invocation closes them", func(t *testing.T, ex protocol.Executor) {
+		res := execute(t, ex, &protocol.ExecuteRequest{
+			Code:          `async () => (req) => { if (req.url.endsWith('/spin')) while (true) {} ; return new Response('ok') }`,
+			RetainHandles: true,
+			Timeout:       protocol.TimeoutOf(300),
+		})
+		id := wantGrant(t, res)
+		if got := invokeText(t, ex, id, "/"); got != "ok" {
+			t.Fatalf("answered %q", got)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := ex.InvokeHandle(ctx, id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://handler.test/spin"})
+		if err == nil || !strings.HasSuffix(err.Error(), protocol.NewExecutionTimeoutError(300).Error()) {
+			t.Fatalf("the spinning invocation: %v, want the timeout text", err)
+		}
+		wantHandlesClosed(t, ex, id)
 	}},
 	{"concurrency/many executions at once", func(t *testing.T, ex protocol.Executor) {
 		var wg sync.WaitGroup

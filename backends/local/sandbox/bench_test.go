@@ -74,3 +74,21 @@ func BenchmarkRunWithImport(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRetainedInvoke is one invocation of a trivial retained handler
+// in process: Request built, handler called, Response read back.
+func BenchmarkRetainedInvoke(b *testing.B) {
+	j := job("async () => () => new Response('ok')")
+	j.RetainHandles = true
+	_, r := RunRetained(context.Background(), j, nil)
+	if r == nil {
+		b.Fatal("no grant")
+	}
+	defer r.Close()
+	req := protocol.OutboundRequest{Method: "GET", URL: "https://handler.test/"}
+	for b.Loop() {
+		if inv := r.Invoke(req); inv.HasErr || string(inv.Response.Body) != "ok" {
+			b.Fatalf("%+v", inv)
+		}
+	}
+}

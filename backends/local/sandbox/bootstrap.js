@@ -8,7 +8,7 @@
 // function only: nothing here stores it where guest code can reach it.
 (function (host) {
   'use strict';
-  const { capture, settle, uncaught, dispatch, encodeBase64Bytes, decodeBase64Buffer, parseDispatchText } = host;
+  const { capture, settle, grant, uncaught, dispatch, encodeBase64Bytes, decodeBase64Buffer, parseDispatchText } = host;
   const ObjectCtor = Object;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
@@ -308,7 +308,18 @@
       try { return intrinsics().errorToString.call(e); } catch { return 'Uncaught exception'; }
     }
   };
+  // isHandler says whether a run's value is a fetch handler in the shape a
+  // Workers entrypoint exports: a function, or an object with a fetch
+  // method.
+  const isHandler = (value) => typeof value === 'function' ||
+    (value !== null && typeof value === 'object' && typeof value.fetch === 'function');
+  let retain = false;
   const fulfilled = (value) => {
+    if (retain) {
+      let handler;
+      try { handler = isHandler(value); } catch (e) { settle(false, messageOf(e)); return; }
+      if (handler) { grant(value); return; }
+    }
     let json;
     try { json = stringifyForDispatch(value); } catch (e) { settle(false, messageOf(e)); return; }
     settle(true, json);
@@ -317,7 +328,8 @@
 
   // start evaluates the entry module wrapper, invokes its default export and
   // settles the run with whatever that settles to.
-  const start = (wrapper, require) => {
+  const start = (wrapper, require, retainHandles) => {
+    retain = retainHandles === true;
     const module = { exports: {} };
     let settled;
     try {
@@ -336,11 +348,24 @@
     promiseThen.call(settled, fulfilled, rejected);
   };
 
+  // callHandler calls a granted fetch handler with one Request and reports
+  // how it settled: done(true, value) or done(false, message).
+  const callHandler = (handler, request, done) => {
+    let answer;
+    try {
+      answer = promiseResolve(typeof handler === 'function' ? handler(request) : handler.fetch(request));
+    } catch (e) {
+      done(false, messageOf(e));
+      return;
+    }
+    promiseThen.call(answer, (v) => { done(true, v); }, (e) => { done(false, messageOf(e)); });
+  };
+
   // makeError builds the plain Error a host function throws or rejects with.
   const makeError = (message) => new ErrorCtor(message);
 
   // bytesOf wraps an ArrayBuffer the host made in a Uint8Array.
   const bytesOf = (buffer) => new (intrinsics().Uint8ArrayCtor)(buffer);
 
-  return { start, makeError, messageOf, jsonParse, bytesOf };
+  return { start, callHandler, makeError, messageOf, jsonParse, bytesOf };
 })

@@ -66,3 +66,11 @@ func (c *runClock) pause() {
 
 // stop releases the clock's timer when the run ends.
 func (c *runClock) stop() { c.timer.Stop() }
+
+// disarm stops the clock for good and reports whether it had already fired.
+func (c *runClock) disarm() (fired bool) {
+	c.timer.Stop()
+	fired = true
+	c.once.Do(func() { fired = false })
+	return fired
+}

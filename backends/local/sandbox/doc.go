@@ -107,6 +107,26 @@
 // most MaxConcurrentHostCalls tool calls are at the host at once; later ones
 // wait their turn in order (still on a stopped clock).
 //
+// # Retained handles
+//
+// RunRetained runs a job like Run. When Job.RetainHandles is set and the
+// arrow settles to a fetch handler (a function, or an object whose fetch is
+// callable; bootstrap.js checks before serializing), the envelope carries
+// no value and Handles [HandleFetch], and the session is handed to a
+// *Retained: its loop goes on running on a goroutine of its own, so module
+// state, timers and host calls survive. Retained.Invoke builds a Request
+// (webplatform.Platform.Request), calls the handler and reads its settled
+// answer back (Platform.Response), one invocation at a time in arrival
+// order, each under a fresh run clock of the job's bound with its
+// CountHostWaits. A throw, a non-Response answer, an answer past
+// PayloadLimit or a request that cannot be a Request rejects that
+// invocation (Invocation.HasErr) and the session keeps serving. An
+// invocation past its bound, the run's context ending (the worker's memory
+// watchdog between invocations) or Close ends the session
+// (Invocation.Ended, with the bound's text). After the grant, console
+// output and exceptions thrown by timers are discarded, and tool calls get
+// CompletedText.
+//
 // # Hazards closed here
 //
 // Source maps are never read (parser.WithDisableSourceMaps on every parse

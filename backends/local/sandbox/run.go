@@ -9,6 +9,7 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
+	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -84,25 +85,32 @@ type session struct {
 	instances map[string]*goja.Object
 
 	// From bootstrap.js.
-	start     goja.Callable
-	makeError goja.Callable
-	messageOf goja.Callable
-	jsonParse goja.Callable
-	bytesOf   goja.Callable
-	require   *goja.Object
+	start       goja.Callable
+	callHandler goja.Callable
+	makeError   goja.Callable
+	messageOf   goja.Callable
+	jsonParse   goja.Callable
+	bytesOf     goja.Callable
+	require     *goja.Object
 
 	completed bool // the entry settled
-	result    protocol.ExecuteResult
-	fatal     string // why the run stopped before settling, when it did
-	stopped   bool
+	// granted: the entry settled to a fetch handler under RetainHandles;
+	// the session outlives Run and serves invocations (retain.go).
+	granted  bool
+	handler  goja.Value
+	platform *webplatform.Platform
+	release  func() // ends the session: its context, clock and tasks
+	result   protocol.ExecuteResult
+	fatal    string // why the run stopped before settling, when it did
+	stopped  bool
 
 	logBytes int
 	logsFull bool
 }
 
-func run(parent context.Context, job Job, host Host) *protocol.ExecuteResult {
-	fail := func(text string) *protocol.ExecuteResult {
-		return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}
+func run(parent context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained) {
+	fail := func(text string) (*protocol.ExecuteResult, *Retained) {
+		return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}, nil
 	}
 	if err := protocol.ValidateProviders(job.Providers); err != nil {
 		return fail(err.Error())
@@ -139,7 +147,6 @@ func run(parent context.Context, job Job, host Host) *protocol.ExecuteResult {
 	}
 
 	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
 	s := &session{
 		ctx:       ctx,
 		job:       job,
@@ -150,7 +157,6 @@ func run(parent context.Context, job Job, host Host) *protocol.ExecuteResult {
 		declared:  names,
 		instances: map[string]*goja.Object{},
 	}
-	defer close(s.done)
 	s.result.Logs = []protocol.LogLine{}
 	s.vm = goja.New()
 	s.vm.SetParserOptions(parser.WithDisableSourceMaps)
@@ -159,25 +165,40 @@ func run(parent context.Context, job Job, host Host) *protocol.ExecuteResult {
 	s.clock = newRunClock(time.Duration(s.bound())*time.Millisecond, job.CountHostWaits, func() {
 		s.vm.Interrupt(interruptTimeout{})
 	})
-	defer s.clock.stop()
 	stopCancel := context.AfterFunc(parent, func() { s.vm.Interrupt(interruptCancel{}) })
-	defer stopCancel()
+	s.release = func() {
+		stopCancel()
+		s.clock.stop()
+		cancel()
+		close(s.done)
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			s.release()
+		}
+	}()
 
 	s.clock.resume()
 	if !s.install() {
-		return s.finish()
+		return s.finish(), nil
 	}
 	wrapper, err := s.vm.RunProgram(entry.program)
 	if err != nil {
 		s.stop(err)
-		return s.finish()
+		return s.finish(), nil
 	}
-	if _, err := s.start(goja.Undefined(), wrapper, s.require); err != nil {
+	if _, err := s.start(goja.Undefined(), wrapper, s.require, s.vm.ToValue(job.RetainHandles)); err != nil {
 		s.stop(err)
-		return s.finish()
+		return s.finish(), nil
 	}
 	s.loop()
-	return s.finish()
+	res := s.finish()
+	if !s.granted || s.stopped {
+		return res, nil
+	}
+	kept = true
+	return res, s.retain()
 }
 
 // checkSource applies MaxSourceBytes and MaxNesting to one source and
@@ -215,6 +236,7 @@ func (s *session) install() bool {
 	natives := map[string]func(goja.FunctionCall) goja.Value{
 		"capture":            s.capture,
 		"settle":             s.settle,
+		"grant":              s.grant,
 		"uncaught":           s.uncaught,
 		"dispatch":           s.dispatch,
 		"encodeBase64Bytes":  s.encodeBase64,
@@ -238,6 +260,7 @@ func (s *session) install() bool {
 	}
 	obj := out.ToObject(s.vm)
 	s.start, _ = goja.AssertFunction(obj.Get("start"))
+	s.callHandler, _ = goja.AssertFunction(obj.Get("callHandler"))
 	s.makeError, _ = goja.AssertFunction(obj.Get("makeError"))
 	s.messageOf, _ = goja.AssertFunction(obj.Get("messageOf"))
 	s.jsonParse, _ = goja.AssertFunction(obj.Get("jsonParse"))
@@ -414,8 +437,13 @@ func (s *session) post(fn func()) {
 // finish composes the result envelope.
 func (s *session) finish() *protocol.ExecuteResult {
 	res := s.result
-	if !s.completed {
+	if s.granted && !s.stopped {
+		res.ResultJSON, res.Error, res.HasError = "", "", false
+		res.Handles = []string{HandleFetch}
+	}
+	if !s.completed || (s.granted && s.stopped) {
 		res.ResultJSON = ""
+		res.Handles = nil
 		res.Error = s.fatal
 		res.HasError = true
 		if res.Error == "" {
@@ -463,6 +491,9 @@ func (s *session) settle(call goja.FunctionCall) goja.Value {
 // thrown in.
 func (s *session) uncaught(call goja.FunctionCall) goja.Value {
 	if s.completed || s.stopped {
+		// After the run settled (a retained session's invocations and
+		// timers) nothing is left to report it to: it is discarded, as
+		// console output is.
 		return goja.Undefined()
 	}
 	s.stopped = true
@@ -475,7 +506,8 @@ func (s *session) uncaught(call goja.FunctionCall) goja.Value {
 // ConsoleCaptureLimit. The line that meets the bound is dropped whole and
 // one warn line with ConsoleCaptureMessage takes the place of the rest.
 func (s *session) capture(call goja.FunctionCall) goja.Value {
-	if s.logsFull {
+	// A retained session's logs were delivered with the grant.
+	if s.logsFull || s.granted {
 		return goja.Undefined()
 	}
 	line := protocol.LogLine{Level: protocol.LogLevel(call.Argument(0).String()), Text: call.Argument(1).String()}

@@ -28,6 +28,9 @@ type Job struct {
 	// timeout. The zero value allows native fetch with the default deny
 	// list.
 	Native webplatform.NativeOptions `json:"native"`
+	// RetainHandles asks for the session to be kept when the entry settles
+	// to a fetch handler (RunRetained).
+	RetainHandles bool `json:"retainHandles,omitempty"`
 }
 
 // Host is what a run reaches outside the sandbox. Both methods are called
@@ -54,6 +57,34 @@ func Run(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult) 
 	defer func() {
 		if r := recover(); r != nil {
 			res = &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}
+		}
+	}()
+	res, kept := run(ctx, job, host)
+	if kept != nil {
+		// Run never retains: a caller that asked for handles uses
+		// RunRetained.
+		kept.Close()
+		res = &protocol.ExecuteResult{Logs: res.Logs}
+	}
+	return res
+}
+
+// RunRetained is Run for a job that may retain its session. When
+// job.RetainHandles is set and the entry settles to a fetch handler (a
+// function, or an object with a callable fetch), the envelope has no value
+// and Handles lists HandleFetch, and the returned *Retained keeps the
+// runtime, its timers and ctx alive to serve invocations until it is closed
+// or a bound ends it. Any other outcome returns a nil *Retained, exactly as
+// Run would. ctx must stay alive for as long as the session does; its
+// cancellation (a memory watchdog's, with the memory text as its cause)
+// ends the session.
+func RunRetained(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult, kept *Retained) {
+	defer func() {
+		if r := recover(); r != nil {
+			if kept != nil {
+				kept.Close()
+			}
+			res, kept = &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}, nil
 		}
 	}()
 	return run(ctx, job, host)

@@ -134,7 +134,7 @@ func (s *session) clearTimer(call goja.FunctionCall) goja.Value {
 // ends the run with its message, as an uncaught exception ends a process.
 func (s *session) fireTimers() {
 	now := time.Now()
-	for !s.completed && !s.stopped {
+	for s.live() {
 		t := s.timers.peek()
 		if t == nil || t.when.After(now) {
 			return
@@ -150,6 +150,11 @@ func (s *session) fireTimers() {
 			delete(s.timers.byID, t.id)
 		}
 		if _, err := t.callback(goja.Undefined(), t.args...); err != nil {
+			if s.granted && isException(err) {
+				// A retained session has nobody left to report a timer's
+				// exception to; it keeps serving.
+				continue
+			}
 			s.stop(err)
 			return
 		}

@@ -33,6 +33,7 @@ func (s *session) installWebPlatform() error {
 	if s.host != nil {
 		cfg.Stub = s.host.Outbound
 	}
-	_, err := webplatform.Install(s.vm, s, cfg)
+	pl, err := webplatform.Install(s.vm, s, cfg)
+	s.platform = pl
 	return err
 }

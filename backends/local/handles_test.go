@@ -1,0 +1,552 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// Execution handles through the pool, with real JavaScript: one test per
+// transition of the contract's state diagram, and the bounds around them.
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// grant executes req with RetainHandles and returns the executionId,
+// failing the test unless the handles were granted.
+func grant(t testing.TB, e *Executor, req *protocol.ExecuteRequest) string {
+	t.Helper()
+	req.RetainHandles = true
+	res, err := e.Execute(testCtx(t), req)
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if res.HasError || res.ResultJSON != "" || res.ExecutionID == "" || len(res.Handles) != 1 || res.Handles[0] != "fetch" {
+		t.Fatalf("no grant: %+v", res)
+	}
+	return res.ExecutionID
+}
+
+func getReq(path string) protocol.OutboundRequest {
+	return protocol.OutboundRequest{Method: "GET", URL: "https://handler.test" + path}
+}
+
+// invokeBody invokes and returns the body, failing on any error.
+func invokeBody(t testing.TB, e *Executor, id, path string) string {
+	t.Helper()
+	resp, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq(path))
+	if err != nil {
+		t.Fatalf("InvokeHandle(%s): %v", path, err)
+	}
+	return string(resp.Body)
+}
+
+// wantClosed asserts both calls meet HANDLES_CLOSED with the contract's text.
+func wantClosed(t *testing.T, e *Executor, id string) {
+	t.Helper()
+	want := protocol.NewHandlesClosedError(id).Error()
+	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
+	if protocol.CodeOf(err) != protocol.CodeHandlesClosed || err.Error() != want {
+		t.Fatalf("InvokeHandle after close: %v, want HANDLES_CLOSED", err)
+	}
+	if err := e.CloseHandles(testCtx(t), id); protocol.CodeOf(err) != protocol.CodeHandlesClosed || err.Error() != want {
+		t.Fatalf("CloseHandles after close: %v, want HANDLES_CLOSED", err)
+	}
+}
+
+const counterHandler = `async () => { let n = 0; return { fetch: (req) => new Response(String(++n), { status: 200, headers: { 'x-path': new URL(req.url).pathname } }) } }`
+
+// [*] --> Retained, Retained --> Retained, Retained --> Closed (closeHandles).
+func TestHandlesGrantInvokeClose(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+		t.Fatalf("executionId %q is not 128 random bits", id)
+	}
+	resp, err := e.InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "POST", URL: "https://h.test/a/b", Body: []byte("x")})
+	if err != nil || resp.Status != 200 || string(resp.Body) != "1" {
+		t.Fatalf("first invocation: %+v, %v", resp, err)
+	}
+	found := false
+	for _, h := range resp.Headers {
+		found = found || (h == protocol.Header{"x-path", "/a/b"})
+	}
+	if !found {
+		t.Fatalf("headers %v lack x-path", resp.Headers)
+	}
+	if err := e.CloseHandles(testCtx(t), id); err != nil {
+		t.Fatalf("CloseHandles: %v", err)
+	}
+	wantClosed(t, e, id)
+	// The worker went back to rotation: the pool of one runs again.
+	expectOne(t, e)
+	if s := e.Stats(); s.HandlesGranted != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestHandlesNoGrantForOtherShapes(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	for code, want := range map[string]string{
+		`async () => ({ fetch: 'no' })`:         `{"fetch":"no"}`,
+		`async () => 7`:                         `7`,
+		`async () => { throw new Error('no') }`: ``,
+	} {
+		res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: code, RetainHandles: true})
+		if err != nil || res.ResultJSON != want || res.ExecutionID != "" || res.Handles != nil {
+			t.Fatalf("%s: %+v, %v", code, res, err)
+		}
+	}
+	// Without retainHandles, a handler is a value like any other.
+	res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: `async () => ({ fetch() {} })`})
+	if err != nil || res.ResultJSON != `{}` || res.ExecutionID != "" {
+		t.Fatalf("without retainHandles: %+v, %v", res, err)
+	}
+	expectOne(t, e)
+}
+
+func TestHandlesCounterPersistsAcross100Invocations(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
+	for i := 1; i <= 100; i++ {
+		if got := invokeBody(t, e, id, "/"); got != fmt.Sprint(i) {
+			t.Fatalf("invocation %d answered %q", i, got)
+		}
+	}
+}
+
+func TestHandlesConcurrentInvocationsRunInArrivalOrder(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	// Each invocation records its path, holds the handler for 100 ms of
+	// timers, and reports how many ran at once.
+	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => {
+		const order = []; let active = 0, most = 0
+		return async (req) => {
+			active++; most = Math.max(most, active)
+			order.push(new URL(req.url).pathname.slice(1))
+			await new Promise((r) => setTimeout(r, 100))
+			active--
+			return new Response(JSON.stringify({ order, most }))
+		}
+	}`})
+	const n = 8
+	bodies := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bodies[i] = invokeBody(t, e, id, fmt.Sprintf("/%d", i))
+		}()
+		// Arrival order: each call is queued well before the next starts,
+		// and the handler holds each one far longer than this gap.
+		time.Sleep(40 * time.Millisecond)
+	}
+	wg.Wait()
+	var last struct {
+		Order []string
+		Most  int
+	}
+	if err := json.Unmarshal([]byte(bodies[n-1]), &last); err != nil {
+		t.Fatalf("body %q: %v", bodies[n-1], err)
+	}
+	want := []string{"0", "1", "2", "3", "4", "5", "6", "7"}
+	if fmt.Sprint(last.Order) != fmt.Sprint(want) || last.Most != 1 {
+		t.Fatalf("order %v, at most %d at once; want %v one at a time", last.Order, last.Most, want)
+	}
+}
+
+func TestHandlesRejectionsKeepServing(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => { let n = 0; return { async fetch(req) {
+		n++
+		const p = new URL(req.url).pathname
+		if (p === '/throw') throw new Error('No such order.')
+		if (p === '/plain') return 'not a response'
+		if (p === '/big') return new Response(new Uint8Array(200000))
+		return new Response('n=' + n)
+	} } }`})
+	for path, want := range map[string]string{
+		"/throw": "No such order.",
+		"/plain": "something other than a Response",
+		"/big":   string(protocol.PartHandleAnswer),
+	} {
+		_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq(path))
+		if err == nil || protocol.CodeOf(err) != "" || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want a rejection with %q", path, err, want)
+		}
+	}
+	_, err := e.InvokeHandle(testCtx(t), id, "other", getReq("/"))
+	if err == nil || err.Error() != protocol.NewHandleNotFoundError(id, "other", []string{"fetch"}).Error() || protocol.CodeOf(err) != "" {
+		t.Fatalf("another handle name: %v", err)
+	}
+	if got := invokeBody(t, e, id, "/ok"); got != "n=4" {
+		t.Fatalf("after the rejections: %q", got)
+	}
+}
+
+// Retained --> Closed: the idle bound expires.
+func TestHandlesIdleBound(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1, HandlesIdleTimeout: 400 * time.Millisecond})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
+	// Invocations keep it alive past the bound in total.
+	for i := 1; i <= 5; i++ {
+		if got := invokeBody(t, e, id, "/"); got != fmt.Sprint(i) {
+			t.Fatalf("invocation %d answered %q", i, got)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	waitFor(t, func() bool { return e.Stats().HandlesExpired == 1 })
+	wantClosed(t, e, id)
+	expectOne(t, e)
+}
+
+// Retained --> Closed: a run bound ends an invocation.
+func TestHandlesInvocationTimeoutCloses(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code:    `async () => async (req) => { if (req.url.endsWith('/spin')) while (true) {} ; await new Promise((r) => setTimeout(r, 250)); return new Response('ok') }`,
+		Timeout: protocol.TimeoutOf(400),
+	})
+	// A fresh bound per invocation: four of 250 ms each pass a 400 ms bound.
+	for range 4 {
+		if got := invokeBody(t, e, id, "/"); got != "ok" {
+			t.Fatalf("answered %q", got)
+		}
+	}
+	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/spin"))
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(400).Error() {
+		t.Fatalf("spinning invocation: %v, want the timeout text", err)
+	}
+	wantClosed(t, e, id)
+	expectOne(t, e)
+}
+
+// The parent's clock backs the sandbox's: Go code the interrupt cannot
+// reach is killed at the bound plus the grace, with the timeout text.
+func TestHandlesInvocationStuckInGoCodeIsKilled(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1, KillGrace: 300 * time.Millisecond})
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code:    `async () => () => new Response(String(/^(a+)+(?=c)/.test('a'.repeat(40) + 'b')))`,
+		Timeout: protocol.TimeoutOf(300),
+	})
+	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() {
+		t.Fatalf("stuck invocation: %v, want the timeout text", err)
+	}
+	wantClosed(t, e, id)
+}
+
+// Timers live between invocations, and only the memory limit ends what
+// they do; the next invocation reports the memory text.
+func TestHandlesTimerAllocatingUntilTheMemoryLimit(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1, MemoryLimitMB: 64})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => {
+		const keep = []
+		setInterval(() => { for (let i = 0; i < 4; i++) keep.push('x'.repeat(1 << 16) + keep.length) }, 1)
+		return () => new Response(String(keep.length))
+	}`})
+	if got := invokeBody(t, e, id, "/"); got == "" {
+		t.Fatal("no answer")
+	}
+	waitFor(t, func() bool {
+		s := e.Stats()
+		return s.HeapLimits+s.RSSKills+s.OutOfMemory > 0
+	})
+	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
+	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() {
+		t.Fatalf("after the memory limit: %v, want the memory text", err)
+	}
+	wantClosed(t, e, id)
+	expectOne(t, e)
+}
+
+// Retained --> Closed: the worker under the execution crashes.
+func TestHandlesWorkerCrashCloses(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
+	e.mu.Lock()
+	pid := e.handles[id].p.pid
+	e.mu.Unlock()
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitFor(t, func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.handles[id] == nil
+	})
+	wantClosed(t, e, id)
+	expectOne(t, e)
+}
+
+// Retained --> Closed: the executor holding them shuts down.
+func TestHandlesExecutorCloseEndsThem(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 2})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => async () => { await new Promise(() => {}); }`, Timeout: protocol.TimeoutOf(60000)})
+	errs := make(chan error, 1)
+	go func() {
+		_, err := e.InvokeHandle(context.Background(), id, "fetch", getReq("/"))
+		errs <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; protocol.CodeOf(err) != protocol.CodeConnectionBroken {
+		t.Fatalf("the invocation in flight: %v, want CONNECTION_BROKEN", err)
+	}
+	if _, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/")); protocol.CodeOf(err) != protocol.CodeConnectionBroken {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// Held handles count against the pool: with every worker held, a new
+// execution waits in the queue, or is refused at its bound, and the
+// handles keep serving.
+func TestHandlesCountAgainstThePool(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1, QueueBound: -1})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
+	_, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"})
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow {
+		t.Fatalf("a new execution beside held handles: %v, want QUEUE_OVERFLOW", err)
+	}
+	if got := invokeBody(t, e, id, "/"); got != "1" {
+		t.Fatalf("the handles after the refusal: %q", got)
+	}
+	if err := e.CloseHandles(testCtx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	expectOne(t, e)
+
+	// With room in the queue, the new execution waits for the close.
+	q := newPool(t, Options{PoolSize: 1, QueueBound: 1})
+	id = grant(t, q, &protocol.ExecuteRequest{Code: counterHandler})
+	done := make(chan *protocol.ExecuteResult, 1)
+	go func() {
+		res, err := q.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 'waited'"})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		t.Fatalf("ran beside held handles: %+v", res)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if got := invokeBody(t, q, id, "/"); got != "1" {
+		t.Fatalf("the handles while one waits: %q", got)
+	}
+	if err := q.CloseHandles(testCtx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res == nil || res.ResultJSON != `"waited"` {
+		t.Fatalf("the waiting execution: %+v", res)
+	}
+}
+
+// A caller-supplied outbound function stays usable until the handles
+// close, and a wait in it does not spend the invocation's bound; a tool
+// call from a handler gets the completed text without reaching the host.
+func TestHandlesKeepTheOutboundFunction(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	var mu sync.Mutex
+	var seen []string
+	dispatched := false
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code: `async () => async (req) => {
+			const r = await fetch('https://upstream.test/' + new URL(req.url).pathname.slice(1))
+			let tool
+			try { await store.x(); tool = 'reached' } catch (e) { tool = e.message }
+			return new Response(await r.text() + '|' + tool)
+		}`,
+		Providers: []protocol.ProviderDescriptor{{Name: "store", Tools: []string{"x"}}},
+		Dispatch: func(context.Context, string, string, string) (string, error) {
+			mu.Lock()
+			dispatched = true
+			mu.Unlock()
+			return `{"result":1}`, nil
+		},
+		Timeout: protocol.TimeoutOf(300),
+		Outbound: protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+			mu.Lock()
+			seen = append(seen, req.URL)
+			mu.Unlock()
+			select {
+			case <-time.After(800 * time.Millisecond): // past the bound, on a stopped clock
+			case <-ctx.Done():
+				return protocol.OutboundResponse{}, ctx.Err()
+			}
+			return protocol.OutboundResponse{Status: 200, Body: []byte("from upstream")}, nil
+		}),
+	})
+	if got := invokeBody(t, e, id, "/item"); got != "from upstream|"+protocol.CompletedText {
+		t.Fatalf("answered %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(seen) != "[https://upstream.test/item]" || dispatched {
+		t.Fatalf("outbound saw %v, dispatch reached %v", seen, dispatched)
+	}
+}
+
+// Benchmark: invocations per second of a trivial handler through the pool.
+func BenchmarkHandleInvoke(b *testing.B) {
+	e := newPool(b, Options{PoolSize: 1})
+	id := grant(b, e, &protocol.ExecuteRequest{Code: `async () => () => new Response('ok')`})
+	ctx := context.Background()
+	req := getReq("/")
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := e.InvokeHandle(ctx, id, "fetch", req)
+		if err != nil || string(resp.Body) != "ok" {
+			b.Fatalf("%+v %v", resp, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "invocations/s")
+}
+
+// closeHandles during an invocation answers it with HANDLES_CLOSED and
+// frees the worker.
+func TestHandlesCloseDuringAnInvocation(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => () => new Promise(() => {})`, Timeout: protocol.TimeoutOf(60000)})
+	errs := make(chan error, 1)
+	go func() {
+		_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
+		errs <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := e.CloseHandles(testCtx(t), id); err != nil {
+		t.Fatalf("CloseHandles: %v", err)
+	}
+	if err := <-errs; protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+		t.Fatalf("the invocation in flight: %v, want HANDLES_CLOSED", err)
+	}
+	wantClosed(t, e, id)
+	expectOne(t, e)
+}
+
+// A timer that spins between invocations holds the isolate's only thread;
+// the next invocation cannot start, and the parent's clock ends it with
+// the timeout text.
+func TestHandlesTimerSpinningBetweenInvocations(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1, KillGrace: 300 * time.Millisecond})
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code:    `async () => () => { setTimeout(() => { while (true) {} }, 0); return new Response('armed') }`,
+		Timeout: protocol.TimeoutOf(300),
+	})
+	if got := invokeBody(t, e, id, "/"); got != "armed" {
+		t.Fatalf("answered %q", got)
+	}
+	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() {
+		t.Fatalf("behind a spinning timer: %v, want the timeout text", err)
+	}
+	wantClosed(t, e, id)
+}
+
+// A tool call still open when the run settles is answered (cancelled), so
+// it does not hold the sandbox's clock stopped through later invocations.
+func TestHandlesToolCallOpenAtTheGrant(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code:      `async () => { store.slow().catch(() => {}); await new Promise((r) => setTimeout(r, 100)); return async () => { await new Promise((r) => setTimeout(r, 5000)); return new Response('late') } }`,
+		Providers: []protocol.ProviderDescriptor{{Name: "store", Tools: []string{"slow"}}},
+		Dispatch: func(ctx context.Context, _, _, _ string) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		},
+		Timeout: protocol.TimeoutOf(400),
+	})
+	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(400).Error() {
+		t.Fatalf("a handler waiting on a long timer: %v, want the timeout text", err)
+	}
+	// The sandbox's own clock reported it, not the parent's kill.
+	if s := e.Stats(); s.TimeoutKills != 0 {
+		t.Fatalf("stats %+v: the parent had to kill the worker", s)
+	}
+}
+
+// The execution's countHostWaits applies to its invocations: a wait on the
+// outbound function then spends the bound.
+func TestHandlesCountHostWaits(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	yes := true
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code:           `async () => async () => new Response(await (await fetch('https://upstream.test/')).text())`,
+		Timeout:        protocol.TimeoutOf(300),
+		CountHostWaits: &yes,
+		Outbound: protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+			select {
+			case <-time.After(1500 * time.Millisecond):
+			case <-ctx.Done():
+				return protocol.OutboundResponse{}, ctx.Err()
+			}
+			return protocol.OutboundResponse{Status: 200, Body: []byte("slow")}, nil
+		}),
+	})
+	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() {
+		t.Fatalf("a slow outbound wait under countHostWaits: %v, want the timeout text", err)
+	}
+	wantClosed(t, e, id)
+}
+
+// Close leaves no goroutine of the handles behind: holders, host calls and
+// readers all end with the executor.
+func TestHandlesCloseLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := newPool(t, Options{PoolSize: 2, HandlesIdleTimeout: 200 * time.Millisecond})
+	outbound := protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		<-ctx.Done()
+		return protocol.OutboundResponse{}, ctx.Err()
+	})
+	a := grant(t, e, &protocol.ExecuteRequest{Code: `async () => async () => { fetch('https://x.test/').catch(() => {}); return new Response('a') }`, Outbound: outbound})
+	invokeBody(t, e, a, "/")
+	b := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
+	invokeBody(t, e, b, "/")
+	time.Sleep(400 * time.Millisecond) // both expire at the idle bound
+	c := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
+	invokeBody(t, e, c, "/")
+	e.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An invocation that exhausts the memory limit rejects with the memory text
+// and closes the handles.
+func TestHandlesInvocationMemoryLimitCloses(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1, MemoryLimitMB: 64})
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code:    `async () => { const keep = []; return (req) => { if (req.url.endsWith('/grow')) while (true) keep.push('x'.repeat(1 << 16) + keep.length); return new Response('ok') } }`,
+		Timeout: protocol.TimeoutOf(60000),
+	})
+	if got := invokeBody(t, e, id, "/"); got != "ok" {
+		t.Fatalf("answered %q", got)
+	}
+	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/grow"))
+	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() {
+		t.Fatalf("a growing invocation: %v, want the memory text", err)
+	}
+	wantClosed(t, e, id)
+	expectOne(t, e)
+}

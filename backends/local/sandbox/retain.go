@@ -1,0 +1,268 @@
+package sandbox
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// HandleFetch is the one handle name a granted fetch handler serves.
+const HandleFetch = "fetch"
+
+// Invocation is how one invocation of a retained handler ended.
+type Invocation struct {
+	// Response is the handler's serialized Response when Err is empty.
+	Response protocol.OutboundResponse
+	// Err is why the invocation was rejected: the handler's throw, an
+	// answer that is not a Response or does not fit the wire shape, a
+	// request that cannot become a Request, or, with Ended, the bound that
+	// ended the session.
+	Err    string
+	HasErr bool
+	// Ended says the session is gone: Err is the bound's text (the timeout
+	// or the memory limit), or empty when it was closed. Every later
+	// invocation gets the same.
+	Ended bool
+}
+
+// Retained is a session kept alive after its entry settled to a fetch
+// handler. Its runtime, module state and timers live on a goroutine of
+// their own until Close, the run's context ending (the memory watchdog),
+// or an invocation running past its bound. Its methods are safe for
+// concurrent use; invocations run one at a time in the order they arrive.
+type Retained struct {
+	s       *session
+	invokes chan *pendingInvocation
+	closeCh chan struct{}
+	once    sync.Once
+	ended   chan struct{}
+	// endText is why the session ended; read it only after ended closed.
+	endText string
+}
+
+type pendingInvocation struct {
+	req      protocol.OutboundRequest
+	clock    *runClock
+	reply    chan Invocation // buffered: the loop never blocks on it
+	answered bool
+}
+
+// grant records that the entry settled to a fetch handler under
+// RetainHandles (bootstrap.js decides the shape).
+func (s *session) grant(call goja.FunctionCall) goja.Value {
+	if s.completed || s.stopped {
+		return goja.Undefined()
+	}
+	s.completed = true
+	s.granted = true
+	s.handler = call.Argument(0)
+	return goja.Undefined()
+}
+
+// live reports whether the loop still has work to run: before the entry
+// settles, and afterwards for as long as a retained session lives.
+func (s *session) live() bool {
+	return !s.stopped && (!s.completed || s.granted)
+}
+
+// isException reports whether err is a JavaScript exception, as opposed to
+// an interrupt or a stack overflow.
+func isException(err error) bool {
+	var ex *goja.Exception
+	return errors.As(err, &ex)
+}
+
+// retain hands the session to a goroutine of its own that serves
+// invocations; the run's clock is done.
+func (s *session) retain() *Retained {
+	s.clock.stop()
+	r := &Retained{
+		s:       s,
+		invokes: make(chan *pendingInvocation),
+		closeCh: make(chan struct{}),
+		ended:   make(chan struct{}),
+	}
+	go r.serve()
+	return r
+}
+
+// Invoke calls the handler with req under a fresh bound of the run's
+// timeout, measured on the run clock with the job's CountHostWaits, and
+// waits for its answer or the end of the session.
+func (r *Retained) Invoke(req protocol.OutboundRequest) Invocation {
+	inv := &pendingInvocation{req: req, reply: make(chan Invocation, 1)}
+	s := r.s
+	inv.clock = newRunClock(time.Duration(s.bound())*time.Millisecond, s.job.CountHostWaits, func() {
+		s.vm.Interrupt(interruptTimeout{})
+	})
+	select {
+	case r.invokes <- inv:
+	case <-r.ended:
+		return r.endedInvocation()
+	}
+	select {
+	case ans := <-inv.reply:
+		return ans
+	case <-r.ended:
+		select {
+		case ans := <-inv.reply:
+			return ans
+		default:
+		}
+		return r.endedInvocation()
+	}
+}
+
+func (r *Retained) endedInvocation() Invocation {
+	return Invocation{Err: r.endText, HasErr: r.endText != "", Ended: true}
+}
+
+// Close ends the session: its timers stop, host calls in flight are
+// cancelled, and the runtime is dropped. It waits for the loop to let go.
+func (r *Retained) Close() {
+	r.once.Do(func() { close(r.closeCh) })
+	<-r.ended
+}
+
+// Done is closed once the session has ended, for whatever reason.
+func (r *Retained) Done() <-chan struct{} { return r.ended }
+
+// EndText is why the session ended by itself: the memory or timeout text,
+// empty after Close. Read it after Done is closed.
+func (r *Retained) EndText() string {
+	<-r.ended
+	return r.endText
+}
+
+// serve is the retained session's event loop: host answers, timers and
+// invocations, one invocation at a time. The current invocation's clock
+// runs like a run's; between invocations nothing spends a bound and only
+// the memory limit (through the context) ends what timers do.
+func (r *Retained) serve() {
+	s := r.s
+	defer func() {
+		if p := recover(); p != nil {
+			s.stopped = true
+			s.fatal = InternalErrorText
+		}
+		r.endText = s.fatal
+		s.release()
+		close(r.ended)
+	}()
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
+	defer wait.Stop()
+	var cur *pendingInvocation
+	for s.live() {
+		invokes := r.invokes
+		var expired <-chan struct{}
+		if cur != nil {
+			invokes = nil
+			expired = cur.clock.expired
+			if s.open > 0 {
+				cur.clock.pause()
+			} else {
+				cur.clock.resume()
+			}
+		}
+		var waitC <-chan time.Time
+		if t := s.timers.peek(); t != nil {
+			if d := time.Until(t.when); d > 0 {
+				wait.Reset(d)
+				waitC = wait.C
+			} else {
+				waitC = alwaysReady
+			}
+		}
+		select {
+		case task := <-s.tasks:
+			if cur != nil {
+				cur.clock.resume()
+			}
+			task()
+		case <-waitC:
+			if cur != nil {
+				cur.clock.resume()
+			}
+			s.fireTimers()
+		case inv := <-invokes:
+			cur = inv
+			cur.clock.resume()
+			s.startInvocation(cur)
+		case <-expired:
+			s.stopped = true
+			s.fatal = s.timeoutText()
+		case <-s.ctx.Done():
+			s.stopped = true
+			s.fatal = s.cancelText()
+		case <-r.closeCh:
+			s.stopped = true
+			s.fatal = ""
+		}
+		wait.Stop()
+		if cur != nil && cur.answered {
+			if fired := cur.clock.disarm(); fired {
+				// The bound passed in the instant the answer came: the answer
+				// stands, and the interrupt it raised must not hit the next
+				// timer callback.
+				s.vm.ClearInterrupt()
+			}
+			cur = nil
+		}
+	}
+	if cur != nil {
+		cur.clock.disarm()
+	}
+}
+
+// startInvocation builds the Request and calls the handler; its settlement
+// answers inv from a promise job.
+func (s *session) startInvocation(inv *pendingInvocation) {
+	answer := func(a Invocation) {
+		if inv.answered {
+			return
+		}
+		inv.answered = true
+		inv.reply <- a
+	}
+	reject := func(text string) { answer(Invocation{Err: text, HasErr: true}) }
+	reqValue, err := s.platform.Request(inv.req)
+	if err != nil {
+		if isUncatchable(err) {
+			s.stop(err)
+			return
+		}
+		reject(err.Error())
+		return
+	}
+	done := s.function("done", func(call goja.FunctionCall) goja.Value {
+		if !call.Argument(0).ToBoolean() {
+			reject(call.Argument(1).String())
+			return goja.Undefined()
+		}
+		resp, err := s.platform.Response(call.Argument(1))
+		if err != nil {
+			if isUncatchable(err) {
+				panic(err)
+			}
+			reject(err.Error())
+			return goja.Undefined()
+		}
+		answer(Invocation{Response: resp})
+		return goja.Undefined()
+	})
+	if _, err := s.callHandler(goja.Undefined(), s.handler, reqValue, done); err != nil {
+		s.stop(err)
+	}
+}
+
+// isUncatchable reports whether err is one JavaScript cannot catch: an
+// interrupt or a stack overflow.
+func isUncatchable(err error) bool {
+	var ie *goja.InterruptedError
+	var so *goja.StackOverflowError
+	return errors.As(err, &ie) || errors.As(err, &so)
+}
