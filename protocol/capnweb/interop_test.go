@@ -33,7 +33,7 @@ import (
 
 // The number of scenarios client.mjs reports when all run: four per named value, plus the
 // call, callback, error, pipelining and close scenarios.
-func jsClientScenarioCount() int { return 4*len(goSendValues()) + 20 }
+func jsClientScenarioCount() int { return 4*len(goSendValues()) + 21 }
 
 // The number of scenarios garbage.mjs reports: its malformed cases plus others_unaffected
 // (plus "oversized" when OVERSIZE_BYTES is set).
