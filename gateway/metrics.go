@@ -115,7 +115,7 @@ func outcome(res *protocol.ExecuteResult, err error) string {
 		return "ok"
 	case protocol.MatchesExecutionTimeout(res.Error):
 		return "timeout"
-	case strings.HasPrefix(res.Error, "Execution ran out of memory"):
+	case protocol.MatchesMemoryLimit(res.Error):
 		return "memory"
 	case payloadText.MatchString(res.Error):
 		return "payload"

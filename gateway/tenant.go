@@ -154,7 +154,7 @@ func (t *tenant) InvokeHandle(ctx context.Context, id, handle string, req protoc
 		return protocol.OutboundResponse{}, protocol.NewHandlesClosedError(id)
 	}
 	resp, err := p.member.exec.InvokeHandle(ctx, p.inner, handle, req)
-	if protocol.CodeOf(err) == protocol.CodeHandlesClosed {
+	if executorapi.EndsHandles(err) {
 		t.routes.pins.drop(id)
 	}
 	return resp, outerID(err, p.inner, id)

@@ -90,6 +90,13 @@ func NewMemoryLimitError(limitMB int) *MemoryLimitError {
 	return &MemoryLimitError{LimitMB: limitMB}
 }
 
+var memorySentence = regexp.MustCompile(`^Execution ran out of memory at its (0|[1-9][0-9]*) MB limit\.(\s|$)`)
+
+// MatchesMemoryLimit reports whether text opens with the whole first
+// sentence of the memory text, "Execution ran out of memory at its <n> MB
+// limit.", as MatchesExecutionTimeout does for the timeout text.
+func MatchesMemoryLimit(text string) bool { return memorySentence.MatchString(text) }
+
 func (e *MemoryLimitError) Error() string {
 	return "Execution ran out of memory at its " + strconv.Itoa(e.LimitMB) +
 		" MB limit. Work through the data in smaller pieces and keep only what you return."

@@ -277,3 +277,18 @@ func TestDeclaredFailureGrammar(t *testing.T) {
 		}
 	}
 }
+
+func TestMatchesMemoryLimit(t *testing.T) {
+	for text, want := range map[string]bool{
+		NewMemoryLimitError(128).Error():                        true,
+		"Execution ran out of memory at its 64 MB limit.":       true,
+		"Execution ran out of memory at its 64 MB limit":        false,
+		"Execution ran out of memory.":                          false,
+		"Execution ran out of memory at its 064 MB limit. More": false,
+		NewExecutionTimeoutError(5).Error():                     false,
+	} {
+		if got := MatchesMemoryLimit(text); got != want {
+			t.Errorf("MatchesMemoryLimit(%q) = %v, want %v", text, got, want)
+		}
+	}
+}

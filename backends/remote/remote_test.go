@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
@@ -484,4 +485,50 @@ func TestOneConnectionCarriesConcurrentExecutions(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestRetainedOutboundReleasedWhenABoundEndsTheHandles: an invocation that
+// outlives its bound closes the handles in the executor; the server lets go
+// of the caller's outbound stub then, not only on closeHandles.
+func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
+	backend, err := local.New(local.Options{PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	url, _ := serve(t, backend, executorapi.ServerOptions{})
+	sess, err := capnweb.Dial(ctx(t), url, nil, capnweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	client, err := executorapi.Handshake(ctx(t), sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := sess.Stats()
+	outbound := func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		return protocol.OutboundResponse{Status: 200}, nil
+	}
+	res, err := client.Execute(ctx(t), &protocol.ExecuteRequest{
+		Code:          "async () => ({ fetch: (req) => { if (req.url.endsWith('/spin')) { while (true) {} } return new Response('ok') } })",
+		RetainHandles: true,
+		Timeout:       protocol.TimeoutOf(300),
+		Outbound:      protocol.OutboundVia(outbound),
+	})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("no grant: %+v, %v", res, err)
+	}
+	if sess.Stats() == base {
+		t.Fatal("the server holds no duplicate of the outbound stub while the handles live")
+	}
+	_, err = client.InvokeHandle(ctx(t), res.ExecutionID, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/spin"})
+	if err == nil || !protocol.MatchesExecutionTimeout(executorapi.Message(err)) || !executorapi.EndsHandles(err) {
+		t.Fatalf("a spinning handler gave %v, want the timeout text", err)
+	}
+	waitFor(t, func() bool { return sess.Stats() == base }, "the outbound stub to be released: %+v, want %+v", sess.Stats(), base)
+	_, err = client.InvokeHandle(ctx(t), res.ExecutionID, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/"})
+	if protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+		t.Fatalf("after the bound closed the handles: %v", err)
+	}
 }

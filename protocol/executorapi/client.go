@@ -117,6 +117,31 @@ func Rehydrate(err error) error {
 	return protocol.Rehydrate(e.Message, protocol.Code(code), props)
 }
 
+// Message is the text an error carries as the program's side wrote it: the
+// message of an error that crossed the wire (without the "Error: " that
+// its Error method adds, as JavaScript's String(err) does), else err's text.
+func Message(err error) string {
+	var e *capnweb.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// EndsHandles reports whether an invokeHandle error means the execution's
+// handles are gone: HANDLES_CLOSED, or a run bound (timeout, memory) that
+// ended the invocation and closed them.
+func EndsHandles(err error) bool {
+	if err == nil {
+		return false
+	}
+	if protocol.CodeOf(err) == protocol.CodeHandlesClosed {
+		return true
+	}
+	m := Message(err)
+	return protocol.MatchesExecutionTimeout(m) || protocol.MatchesMemoryLimit(m)
+}
+
 // dispatchFunc exports a DispatchFunc as a callable capnweb value with the
 // contract's signature (provider, tool, argsJson) => Promise<string>.
 func dispatchFunc(fn protocol.DispatchFunc) capnweb.Func {

@@ -247,7 +247,9 @@ func (s *Server) invokeHandle(ctx context.Context, args []any) (any, error) {
 	}
 	resp, err := s.exec.InvokeHandle(ctx, id, handle, req)
 	if err != nil {
-		if protocol.CodeOf(err) == protocol.CodeHandlesClosed {
+		// A run bound that ended the invocation closed the handles too: the
+		// caller reads that text instead of HANDLES_CLOSED.
+		if EndsHandles(err) {
 			s.drop(id, nil)
 		}
 		return nil, err
