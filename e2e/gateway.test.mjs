@@ -53,6 +53,34 @@ for (const [name, executor] of [['alpha (local backend, one hop)', () => alpha],
   })
 }
 
+for (const [name, key, other] of [['alpha (local backend)', 'ALPHA_KEY', () => gamma], ['gamma (remote group)', 'GAMMA_KEY', () => alpha]]) {
+  test(`${name}: a retained handler keeps its state across connections, and only for its tenant`, async () => {
+    const first = await connect(process.env[key])
+    const grant = await first.execute({
+      code: `async () => { let count = 0; return { fetch: async (req) => Response.json({ count: ++count, path: new URL(req.url).pathname }) } }`,
+      retainHandles: true,
+    })
+    assert.equal(grant.result, undefined)
+    assert.deepEqual(grant.handles, ['fetch'])
+    assert.match(grant.executionId, /^x1\./)
+    const r1 = await first.invokeHandle(grant.executionId, 'fetch', { url: 'https://app.example/a' })
+    await first.dispose()
+    // A fresh connection of the same tenant reaches the same isolate.
+    const second = await connect(process.env[key])
+    const r2 = await second.invokeHandle(grant.executionId, 'fetch', { url: 'https://app.example/b', method: 'POST', body: 'x' })
+    assert.equal(r1.status, 200)
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(r1.body)), { count: 1, path: '/a' })
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(r2.body)), { count: 2, path: '/b' })
+    // Another tenant meets exactly what an unknown id meets.
+    await assert.rejects(async () => other().invokeHandle(grant.executionId, 'fetch', { url: 'https://app.example/' }),
+      (err) => err instanceof ExecutorFault && err.code === 'HANDLES_CLOSED' && err.message.includes(grant.executionId))
+    await second.closeHandles(grant.executionId)
+    await assert.rejects(async () => second.invokeHandle(grant.executionId, 'fetch', { url: 'https://app.example/' }),
+      (err) => err.code === 'HANDLES_CLOSED')
+    await second.dispose()
+  })
+}
+
 test('handles: an id is closed to every tenant that was not granted it', async () => {
   for (const executor of [alpha, gamma]) {
     await assert.rejects(async () => executor.invokeHandle('not-granted', 'fetch', { url: 'https://x/' }),

@@ -339,3 +339,67 @@ func TestTLSAndCertificateReload(t *testing.T) {
 	gw.proc.cmd.Process.Signal(syscall.SIGHUP)
 	waitUntil(t, func() bool { return served().SerialNumber.Cmp(second.SerialNumber) == 0 }, "the renewed certificate to be served")
 }
+
+// TestTwoReplicasRouteOneHandle: two gateway processes with one
+// configuration and one id key; a handle granted through replica A is
+// invoked through replica B, which never saw the grant; a forged id meets
+// HANDLES_CLOSED.
+func TestTwoReplicasRouteOneHandle(t *testing.T) {
+	memberKey, memberHash := newKey(t)
+	member := startExecutorServer(t, "--key-hash", memberHash)
+	key, hash := newKey(t)
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+executionIds: {keyEnv: GATEWAY_ID_KEY}
+backends:
+  - name: pool
+    type: remote
+    remote:
+      members: [{url: %q, keyEnv: MEMBER_KEY}]
+tenants:
+  - name: app
+    backend: pool
+    keys: [{name: app-key, hash: %s}]
+routes:
+  - {path: /v1/executor, kind: executor}
+`, member.url, hash)
+	env := []string{"MEMBER_KEY=" + memberKey, "GATEWAY_ID_KEY=" + strings.Repeat("shared-id-key-", 3)}
+	a := startGatewayProcess(t, cfg, env...)
+	b := startGatewayProcess(t, cfg, env...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dial := func(gw *runningGateway) *remote.Executor {
+		ex, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(gw.url, "http")+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ex.Close() })
+		return ex
+	}
+	viaA, viaB := dial(a), dial(b)
+	res, err := viaA.Execute(ctx, &protocol.ExecuteRequest{
+		Code:          `async () => { let n = 0; return (req) => new Response(String(++n)) }`,
+		RetainHandles: true,
+	})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("no grant through replica A: %+v, %v", res, err)
+	}
+	for i, ex := range []*remote.Executor{viaA, viaB, viaB} {
+		resp, err := ex.InvokeHandle(ctx, res.ExecutionID, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://app.example/"})
+		if err != nil || string(resp.Body) != strconv.Itoa(i+1) {
+			t.Fatalf("invocation %d: %+v, %v", i+1, resp, err)
+		}
+	}
+	forged := res.ExecutionID[:len(res.ExecutionID)-4] + "AAAA"
+	if forged == res.ExecutionID {
+		forged = res.ExecutionID[:len(res.ExecutionID)-4] + "BBBB"
+	}
+	if _, err := viaB.InvokeHandle(ctx, forged, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://app.example/"}); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+		t.Fatalf("a forged id gave %v, want HANDLES_CLOSED", err)
+	}
+	if err := viaB.CloseHandles(ctx, res.ExecutionID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := viaA.InvokeHandle(ctx, res.ExecutionID, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://app.example/"}); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+		t.Fatalf("after replica B closed the handles, replica A gave %v", err)
+	}
+}
