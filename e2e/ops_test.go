@@ -115,10 +115,15 @@ func TestMetricsCountAScriptedWorkload(t *testing.T) {
 		`codemode_connections{kind="executor",tenant="alpha"}`:                           1,
 		`codemode_executions_in_flight{tenant="alpha"}`:                                  0,
 		`codemode_backend_healthy{backend="local",member="local"}`:                       1,
+		`codemode_worker_kills_total{backend="local",layer="heap"}`:                      0,
+		`codemode_queue_overflows_total{backend="local"}`:                                0,
 	} {
 		if got := metric(t, body, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
+	}
+	if started := metric(t, body, `codemode_workers_started_total{backend="local"}`); started < 2 {
+		t.Errorf("codemode_workers_started_total = %v, want at least the pool's 2 workers", started)
 	}
 	if code, _ := get(t, gw.admin+"/healthz"); code != 200 {
 		t.Fatalf("/healthz answered %d", code)

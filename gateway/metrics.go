@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/supolka/codemode-gateway/backends/local"
+
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -76,7 +78,59 @@ func newMetrics(g *Gateway) *metrics {
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_evictions_total", Help: "Pins evicted past the table's size or a tenant's handle bound; their handles were closed."},
 		func() float64 { return float64(ps.evictions.Load()) }))
 	f(&healthCollector{g: g, desc: prometheus.NewDesc("codemode_backend_healthy", "1 when a backend member passes its health check.", []string{"backend", "member"}, nil)})
+	f(newPoolCollector(g))
 	return m
+}
+
+// poolCollector reports the counters of every local backend's worker pool
+// as they are at scrape time.
+type poolCollector struct {
+	g     *Gateway
+	descs map[string]*prometheus.Desc
+}
+
+func newPoolCollector(g *Gateway) *poolCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"backend"}, nil)
+	}
+	return &poolCollector{g: g, descs: map[string]*prometheus.Desc{
+		"started":  d("codemode_workers_started_total", "Worker processes that became ready (replacements included)."),
+		"crashed":  d("codemode_workers_crashed_total", "Executions failed with WORKER_CRASHED."),
+		"kills":    prometheus.NewDesc("codemode_worker_kills_total", "Workers ended by a bound, by the layer that acted (timeout: the parent's run clock; rss: the parent's RSS poll; rlimit: the address-space limit; heap: the in-worker watchdog).", []string{"backend", "layer"}, nil),
+		"overflow": d("codemode_queue_overflows_total", "Executions refused at the pool's queue bound."),
+		"granted":  d("codemode_handles_granted_total", "Executions that retained their handles."),
+		"expired":  d("codemode_handles_expired_total", "Retained executions closed at the idle bound."),
+	}}
+}
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, grp := range c.g.groups {
+		for _, m := range grp.members {
+			pool, ok := m.exec.(*local.Executor)
+			if !ok {
+				continue
+			}
+			s := pool.Stats()
+			counter := func(key string, v int64, labels ...string) {
+				ch <- prometheus.MustNewConstMetric(c.descs[key], prometheus.CounterValue, float64(v), append([]string{grp.name}, labels...)...)
+			}
+			counter("started", s.WorkersStarted)
+			counter("crashed", s.WorkersCrashed)
+			counter("kills", s.TimeoutKills, "timeout")
+			counter("kills", s.RSSKills, "rss")
+			counter("kills", s.OutOfMemory, "rlimit")
+			counter("kills", s.HeapLimits, "heap")
+			counter("overflow", s.QueueOverflows)
+			counter("granted", s.HandlesGranted)
+			counter("expired", s.HandlesExpired)
+		}
+	}
 }
 
 // healthCollector reports each member's health as it is at scrape time.
