@@ -168,15 +168,7 @@ func (r *Retained) serve() {
 				cur.clock.resume()
 			}
 		}
-		var waitC <-chan time.Time
-		if t := s.timers.peek(); t != nil {
-			if d := time.Until(t.when); d > 0 {
-				wait.Reset(d)
-				waitC = wait.C
-			} else {
-				waitC = alwaysReady
-			}
-		}
+		waitC := s.nextTimer(wait)
 		select {
 		case task := <-s.tasks:
 			if cur != nil {

@@ -389,17 +389,7 @@ func (s *session) loop() {
 		} else {
 			s.clock.resume()
 		}
-		var waitC <-chan time.Time
-		if t := s.timers.peek(); t != nil {
-			if d := time.Until(t.when); d > 0 {
-				wait.Reset(d)
-				waitC = wait.C
-			} else {
-				// Due now: still go through the select, so that a storm of
-				// due timers cannot starve the bound or the context.
-				waitC = alwaysReady
-			}
-		}
+		waitC := s.nextTimer(wait)
 		select {
 		case task := <-s.tasks:
 			s.clock.resume()
@@ -416,6 +406,22 @@ func (s *session) loop() {
 		}
 		wait.Stop()
 	}
+}
+
+// nextTimer arms wait for the earliest pending timer and returns the
+// channel the loop selects on: nil without timers, alwaysReady when one is
+// due (still through the select, so that a storm of due timers cannot
+// starve the bound or the context).
+func (s *session) nextTimer(wait *time.Timer) <-chan time.Time {
+	t := s.timers.peek()
+	if t == nil {
+		return nil
+	}
+	if d := time.Until(t.when); d > 0 {
+		wait.Reset(d)
+		return wait.C
+	}
+	return alwaysReady
 }
 
 // alwaysReady is a closed channel: a receive from it never blocks.
