@@ -211,18 +211,26 @@ func TestOutboundStubKeepsBytesAndHeaders(t *testing.T) {
 	}
 }
 
-func TestRetainedOutboundOutlivesTheCall(t *testing.T) {
-	fake := executortest.NewRecorder()
-	url, _ := serve(t, fake, executorapi.ServerOptions{})
+// handshaken is a bare session to the server and its executorapi client,
+// for tests that watch the session's tables.
+func handshaken(t *testing.T, url string) (*capnweb.Session, *executorapi.Client) {
+	t.Helper()
 	sess, err := capnweb.Dial(ctx(t), url, nil, capnweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sess.Close()
+	t.Cleanup(func() { sess.Close() })
 	client, err := executorapi.Handshake(ctx(t), sess)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sess, client
+}
+
+func TestRetainedOutboundOutlivesTheCall(t *testing.T) {
+	fake := executortest.NewRecorder()
+	url, _ := serve(t, fake, executorapi.ServerOptions{})
+	sess, client := handshaken(t, url)
 	base := sess.Stats()
 	outbound := func(_ context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 		return protocol.OutboundResponse{Status: 200, Body: append([]byte("via caller:"), req.Body...)}, nil
@@ -497,15 +505,7 @@ func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
 	}
 	t.Cleanup(func() { backend.Close() })
 	url, _ := serve(t, backend, executorapi.ServerOptions{})
-	sess, err := capnweb.Dial(ctx(t), url, nil, capnweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	client, err := executorapi.Handshake(ctx(t), sess)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess, client := handshaken(t, url)
 	base := sess.Stats()
 	outbound := func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 		return protocol.OutboundResponse{Status: 200}, nil
