@@ -46,12 +46,13 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger) (*group,
 	switch b.Type {
 	case "local":
 		ex, err := local.New(local.Options{
-			PoolSize:         b.Local.PoolSize,
-			QueueBound:       b.Local.Queue,
-			MemoryLimitMB:    b.Local.MemoryMB,
-			DefaultTimeoutMs: b.Local.DefaultTimeoutMs,
-			Logger:           log.With("backend", b.Name),
-			Native:           nativeOptions(b.Local),
+			PoolSize:           b.Local.PoolSize,
+			QueueBound:         b.Local.Queue,
+			MemoryLimitMB:      b.Local.MemoryMB,
+			DefaultTimeoutMs:   b.Local.DefaultTimeoutMs,
+			HandlesIdleTimeout: b.Local.HandlesIdleTimeout.Std(),
+			Logger:             log.With("backend", b.Name),
+			Native:             nativeOptions(b.Local),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, err)

@@ -50,6 +50,7 @@ func farServer(t *testing.T) (string, *executortest.Recorder) {
 type env struct {
 	base     string // the configuration before any tweak
 	url      string // http:// of the gateway
+	admin    string // http:// of its admin handler
 	keys     map[string]string
 	far      *executortest.Recorder
 	upstream *httptest.Server
@@ -153,7 +154,9 @@ func (e *env) serve(t *testing.T, yaml string, tweak func(string) string) string
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(gw.Handler())
-	t.Cleanup(func() { hs.Close(); gw.Close() })
+	admin := httptest.NewServer(gw.AdminHandler())
+	t.Cleanup(func() { hs.Close(); admin.Close(); gw.Close() })
+	e.admin = admin.URL
 	return hs.URL
 }
 
@@ -601,4 +604,36 @@ func TestProxyRouteCarriesWebSockets(t *testing.T) {
 	if err != nil || string(msg) != "echo:globex:hi" {
 		t.Fatalf("read %q, %v", msg, err)
 	}
+}
+
+// TestPinDroppedWhenTheBackendClosesTheHandles: a local backend that closes
+// a retained execution at its idle bound tells the gateway, and the pin
+// goes at once.
+func TestPinDroppedWhenTheBackendClosesTheHandles(t *testing.T) {
+	e := start(t, func(y string) string {
+		return strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, handlesIdleTimeout: 300ms}", 1)
+	})
+	ex := e.mustDial(t, "/v1/executor", "acme")
+	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => (req) => new Response('ok')", RetainHandles: true})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("no grant: %+v, %v", res, err)
+	}
+	pins := func() string {
+		resp, err := http.Get(e.admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "codemode_pins ") {
+				return strings.TrimPrefix(line, "codemode_pins ")
+			}
+		}
+		return "absent"
+	}
+	if got := pins(); got != "1" {
+		t.Fatalf("codemode_pins = %s after a grant, want 1", got)
+	}
+	waitFor(t, func() bool { return pins() == "0" }, "the pin to go at the idle bound (codemode_pins %s)", pins())
 }

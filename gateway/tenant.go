@@ -90,6 +90,17 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	defer t.m.inFlight.WithLabelValues(t.name).Dec()
 
 	r := *req // the caller's request is not ours to change
+	if req.RetainHandles {
+		// The pin goes when the backend closes the handles itself (the
+		// idle bound, a crash), not only on the next call that finds them
+		// gone. Backends that cannot tell never call this.
+		r.HandlesClosed = func(inner string) {
+			t.routes.pins.dropInner(inner)
+			if req.HandlesClosed != nil {
+				req.HandlesClosed(inner)
+			}
+		}
+	}
 	r.Timeout = set.capTimeout(req.Timeout)
 	if r.Outbound.Mode() == protocol.OutboundNative && !(set.policy.NativeOutbound && set.group.nativeOutbound) {
 		// The operator's veto: a request that asked the executor to fetch

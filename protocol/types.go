@@ -27,6 +27,13 @@ type ExecuteRequest struct {
 	// RetainHandles asks the executor to keep the isolate alive when the
 	// run resolves to a fetch handler. It has no construction-time default.
 	RetainHandles bool
+	// HandlesClosed, when set, is called once, on its own goroutine, when
+	// a retained execution of this request moves to Closed, whatever closed
+	// it: CloseHandles, the idle bound, a run bound, a crash, Close. Go-only:
+	// it does not cross the wire, and an executor that cannot tell (the
+	// remote backend) never calls it. Whoever keeps something alive for
+	// the handles (a duplicated outbound stub, a pin) lets go of it here.
+	HandlesClosed func(executionID string)
 }
 
 // ExecuteResult is the result envelope of one execution.

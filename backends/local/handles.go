@@ -213,6 +213,9 @@ func (h *held) run() {
 		}
 		<-e.slots
 		e.refill()
+		if fn := h.req.HandlesClosed; fn != nil {
+			go fn(h.id)
+		}
 		close(h.done)
 		e.holders.Done()
 	}()

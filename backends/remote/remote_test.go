@@ -532,3 +532,32 @@ func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
 		t.Fatalf("after the bound closed the handles: %v", err)
 	}
 }
+
+// TestRetainedOutboundReleasedAtTheIdleBound: when the executor closes the
+// handles on its own (the idle bound), the server lets go of the caller's
+// outbound stub without waiting for another call.
+func TestRetainedOutboundReleasedAtTheIdleBound(t *testing.T) {
+	backend, err := local.New(local.Options{PoolSize: 1, HandlesIdleTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	url, _ := serve(t, backend, executorapi.ServerOptions{})
+	sess, client := handshaken(t, url)
+	base := sess.Stats()
+	outbound := func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		return protocol.OutboundResponse{Status: 200}, nil
+	}
+	res, err := client.Execute(ctx(t), &protocol.ExecuteRequest{
+		Code:          "async () => (req) => new Response('ok')",
+		RetainHandles: true,
+		Outbound:      protocol.OutboundVia(outbound),
+	})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("no grant: %+v, %v", res, err)
+	}
+	if sess.Stats() == base {
+		t.Fatal("the server holds no duplicate of the outbound stub while the handles live")
+	}
+	waitFor(t, func() bool { return sess.Stats() == base }, "the idle bound to release the outbound stub: %+v, want %+v", sess.Stats(), base)
+}

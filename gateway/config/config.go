@@ -107,6 +107,9 @@ type LocalBackend struct {
 	// DefaultTimeoutMs is the run bound of a request that sets none.
 	// Default: 30000.
 	DefaultTimeoutMs int64 `yaml:"defaultTimeoutMs"`
+	// HandlesIdleTimeout closes a retained execution nobody invoked for
+	// this long, and returns its worker to the pool. Default: 60s.
+	HandlesIdleTimeout Duration `yaml:"handlesIdleTimeout"`
 	// NativeOutbound lets programs fetch from this process when a request
 	// leaves outbound absent. Default false, the operator's veto: such
 	// requests then get no network at all.

@@ -222,6 +222,9 @@ func (v *validator) backend(path string, b *Backend) {
 				}
 			}
 		}
+		if l.HandlesIdleTimeout < 0 {
+			v.add(path+".local.handlesIdleTimeout", "must not be negative")
+		}
 		if l.Native.MaxResponseBytes < 0 || l.Native.RequestTimeout < 0 {
 			v.add(path+".local.native", "maxResponseBytes and requestTimeout must not be negative")
 		}

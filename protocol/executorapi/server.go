@@ -195,9 +195,16 @@ func (s *Server) execute(ctx context.Context, args []any) (any, error) {
 		}
 		if req.RetainHandles {
 			// A retained execution keeps fetching through the caller after
-			// this call returns, so the stub must outlive it.
-			kept = st.Dup()
-			st = kept
+			// this call returns, so the stub must outlive it, until the
+			// handles close, however they close. (Release is idempotent; a
+			// close that beats keep leaves a released entry that goes with
+			// the session.)
+			dup := st.Dup()
+			kept, st = dup, dup
+			req.HandlesClosed = func(id string) {
+				s.drop(id, dup)
+				dup.Release()
+			}
 		}
 		req.Outbound = protocol.OutboundVia(stubOutbound(st))
 	default:

@@ -1,0 +1,61 @@
+package local
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// TestHandlesClosedHookFires: the request's HandlesClosed is called once,
+// with the executionId, whatever closed the handles: here the idle bound
+// and CloseHandles.
+func TestHandlesClosedHookFires(t *testing.T) {
+	ex, err := New(Options{PoolSize: 1, HandlesIdleTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	grant := func(closed chan string) string {
+		t.Helper()
+		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{
+			Code:          "async () => (req) => new Response('ok')",
+			RetainHandles: true,
+			HandlesClosed: func(id string) { closed <- id },
+		})
+		if err != nil || res.ExecutionID == "" {
+			t.Fatalf("no grant: %+v, %v", res, err)
+		}
+		return res.ExecutionID
+	}
+	idle := make(chan string, 2)
+	id := grant(idle)
+	select {
+	case got := <-idle:
+		if got != id {
+			t.Fatalf("the hook named %q, want %q", got, id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the idle bound closed nothing, or did not tell")
+	}
+	closed := make(chan string, 2)
+	id = grant(closed)
+	if err := ex.CloseHandles(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-closed:
+		if got != id {
+			t.Fatalf("the hook named %q, want %q", got, id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("CloseHandles did not tell")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if len(idle)+len(closed) != 0 {
+		t.Fatal("the hook was called more than once")
+	}
+}
