@@ -57,6 +57,7 @@ lint: vet
 BENCHTIME ?= 1s
 bench: build interop-deps e2e-deps
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
+	CAPNWEB_BENCH=1 $(GO) test -count=1 -run '^TestBenchReport$$' -v ./protocol/capnweb/
 	cd $(E2E) && node bench-executors.mjs ../$(BIN)
 
 # A short fuzzing pass over every fuzz target (FUZZTIME per target).
