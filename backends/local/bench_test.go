@@ -94,6 +94,13 @@ type benchError struct{ res *protocol.ExecuteResult }
 func (e *benchError) Error() string { return "unexpected result: " + e.res.ResultJSON + e.res.Error }
 
 func benchPool(b *testing.B, req *protocol.ExecuteRequest, want string) {
+	benchPoolAt(b, 0, req, want)
+}
+
+// benchPoolAt is benchPool with inFlight executions at once (0: the pool's
+// size). One at a time measures latency alone, without the two workers and
+// the parent contending for the CPUs.
+func benchPoolAt(b *testing.B, inFlight int, req *protocol.ExecuteRequest, want string) {
 	e := newPool(b, Options{})
 	// Warm every worker before measuring.
 	for range 2 * e.opts.PoolSize {
@@ -101,7 +108,10 @@ func benchPool(b *testing.B, req *protocol.ExecuteRequest, want string) {
 			b.Fatal(err)
 		}
 	}
-	measure(b, e.opts.PoolSize, func() error {
+	if inFlight == 0 {
+		inFlight = e.opts.PoolSize
+	}
+	measure(b, inFlight, func() error {
 		res, err := e.Execute(context.Background(), req)
 		if err != nil {
 			return err
@@ -111,7 +121,11 @@ func benchPool(b *testing.B, req *protocol.ExecuteRequest, want string) {
 }
 
 func benchInProcess(b *testing.B, job sandbox.Job, want string) {
-	measure(b, runtime.NumCPU(), func() error {
+	benchInProcessAt(b, runtime.NumCPU(), job, want)
+}
+
+func benchInProcessAt(b *testing.B, inFlight int, job sandbox.Job, want string) {
+	measure(b, inFlight, func() error {
 		return checkResult(sandbox.Run(context.Background(), job, directHost{}), want)
 	})
 }
@@ -133,8 +147,15 @@ func BenchmarkPoolTenToolCalls(b *testing.B) {
 	b.Run("pool", func(b *testing.B) {
 		benchPool(b, &protocol.ExecuteRequest{Code: benchTenCalls, Providers: benchProviders, Dispatch: benchDispatch}, "10")
 	})
+	b.Run("pool-serial", func(b *testing.B) {
+		benchPoolAt(b, 1, &protocol.ExecuteRequest{Code: benchTenCalls, Providers: benchProviders, Dispatch: benchDispatch}, "10")
+	})
+	tenCalls := sandbox.Job{Code: benchTenCalls, Providers: benchProviders, HasDispatch: true,
+		TimeoutMs: protocol.DefaultTimeout, MemoryLimitMB: protocol.DefaultMemoryLimitMB, OutboundMode: protocol.OutboundNative}
 	b.Run("in-process", func(b *testing.B) {
-		benchInProcess(b, sandbox.Job{Code: benchTenCalls, Providers: benchProviders, HasDispatch: true,
-			TimeoutMs: protocol.DefaultTimeout, MemoryLimitMB: protocol.DefaultMemoryLimitMB, OutboundMode: protocol.OutboundNative}, "10")
+		benchInProcess(b, tenCalls, "10")
+	})
+	b.Run("in-process-serial", func(b *testing.B) {
+		benchInProcessAt(b, 1, tenCalls, "10")
 	})
 }

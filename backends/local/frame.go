@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -94,29 +95,62 @@ var (
 	errFrameTooLarge = errors.New("frame exceeds its bound")
 )
 
-// writeFrame encodes m as one frame. It refuses a message larger than max
-// instead of sending something the reader would reject.
-func writeFrame(w io.Writer, m *message, max int) error {
-	body, err := json.Marshal(m)
-	if err != nil {
+// frameBufKeep is the largest frame buffer kept for reuse; a rare large
+// frame (a job with a big module map) does not pin its memory afterwards.
+const frameBufKeep = 64 << 10
+
+// frameWriter writes frames to one stream, reusing its encode buffer.
+// Callers serialize their calls.
+type frameWriter struct {
+	w   io.Writer
+	buf bytes.Buffer
+}
+
+// write encodes m as one frame and writes it with a single Write. It
+// refuses a message larger than max instead of sending something the
+// reader would reject.
+func (fw *frameWriter) write(m *message, max int) error {
+	b := &fw.buf
+	defer func() {
+		if b.Cap() > frameBufKeep {
+			*b = bytes.Buffer{}
+		}
+	}()
+	b.Reset()
+	b.Write(make([]byte, frameHeaderSize))
+	if err := json.NewEncoder(b).Encode(m); err != nil {
 		return fmt.Errorf("encode %s frame: %w", m.Kind, err)
 	}
-	if len(body) > max {
-		return fmt.Errorf("%s frame of %d bytes: %w (%d)", m.Kind, len(body), errFrameTooLarge, max)
+	frame := b.Bytes()
+	frame = frame[:len(frame)-1] // Encode's newline
+	n := len(frame) - frameHeaderSize
+	if n > max {
+		return fmt.Errorf("%s frame of %d bytes: %w (%d)", m.Kind, n, errFrameTooLarge, max)
 	}
-	buf := make([]byte, frameHeaderSize+len(body))
-	binary.BigEndian.PutUint32(buf, uint32(len(body)))
-	copy(buf[frameHeaderSize:], body)
-	_, err = w.Write(buf)
+	binary.BigEndian.PutUint32(frame, uint32(n))
+	_, err := fw.w.Write(frame)
 	return err
 }
 
-// readFrame decodes one frame of at most max bytes. io.EOF means the
-// stream ended cleanly between frames; any other error means the stream is
+// writeFrame encodes m as one frame; see frameWriter.write.
+func writeFrame(w io.Writer, m *message, max int) error {
+	fw := frameWriter{w: w}
+	return fw.write(m, max)
+}
+
+// frameReader reads frames from one stream, reusing its body buffer:
+// decoding copies every string out of it.
+type frameReader struct {
+	r    io.Reader
+	body []byte
+}
+
+// read decodes one frame of at most max bytes. io.EOF means the stream
+// ended cleanly between frames; any other error means the stream is
 // unusable and its writer must be treated as broken.
-func readFrame(r io.Reader, max int) (*message, error) {
+func (fr *frameReader) read(max int) (*message, error) {
 	var hdr [frameHeaderSize]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("truncated frame header: %w", err)
 		}
@@ -129,8 +163,14 @@ func readFrame(r io.Reader, max int) (*message, error) {
 	if uint64(n) > uint64(max) {
 		return nil, fmt.Errorf("frame of %d bytes: %w (%d)", n, errFrameTooLarge, max)
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
+	if uint64(n) > uint64(cap(fr.body)) {
+		fr.body = make([]byte, n)
+	}
+	body := fr.body[:n]
+	if n > frameBufKeep {
+		fr.body = nil
+	}
+	if _, err := io.ReadFull(fr.r, body); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
@@ -144,4 +184,10 @@ func readFrame(r io.Reader, max int) (*message, error) {
 		return nil, errors.New("malformed frame: no kind")
 	}
 	return m, nil
+}
+
+// readFrame decodes one frame; see frameReader.read.
+func readFrame(r io.Reader, max int) (*message, error) {
+	fr := frameReader{r: r}
+	return fr.read(max)
 }

@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"reflect"
@@ -148,4 +149,52 @@ func FuzzReadFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// One frameWriter and one frameReader reuse their buffers from frame to
+// frame: each frame is exactly json.Marshal's bytes behind its length, and
+// every decoded message keeps its contents after later frames are read
+// into the same buffer, whether they grow it past what is kept or not.
+func TestFrameBufferReuse(t *testing.T) {
+	var msgs []*message
+	for i, n := range []int{10, 3000, 2 * frameBufKeep, 7, frameBufKeep - 200, 1, 5 * frameBufKeep, 20} {
+		msgs = append(msgs, &message{Kind: kindDispatch, ID: uint64(i + 1), Provider: "p", Tool: "t",
+			Args: `"` + strings.Repeat(string(rune('a'+i)), n) + `<&>"`})
+	}
+	var stream bytes.Buffer
+	fw := frameWriter{w: &stream}
+	for _, m := range msgs {
+		before := stream.Len()
+		if err := fw.write(m, maxParentFrame); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stream.Bytes()[before:]; !bytes.Equal(got, rawFrame(string(want))) {
+			t.Fatalf("frame %d differs from its length and json.Marshal's bytes", m.ID)
+		}
+		if fw.buf.Cap() > frameBufKeep {
+			t.Fatalf("frame %d: writer kept a %d-byte buffer", m.ID, fw.buf.Cap())
+		}
+	}
+	fr := frameReader{r: &stream}
+	var got []*message
+	for range msgs {
+		m, err := fr.read(maxParentFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(fr.body) > frameBufKeep {
+			t.Fatalf("frame %d: reader kept a %d-byte buffer", m.ID, cap(fr.body))
+		}
+		got = append(got, m)
+	}
+	if !reflect.DeepEqual(got, msgs) {
+		t.Fatal("messages changed after later frames were read")
+	}
+	if _, err := fr.read(maxParentFrame); !errors.Is(err, io.EOF) {
+		t.Fatalf("end of stream: %v, want io.EOF", err)
+	}
 }

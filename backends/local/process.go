@@ -32,7 +32,8 @@ type process struct {
 	cmd    *exec.Cmd
 	pid    int
 	stdin  io.WriteCloser
-	wmu    sync.Mutex // one frame at a time on stdin
+	wmu    sync.Mutex  // one frame at a time on stdin
+	fw     frameWriter // writes to stdin; guarded by wmu
 	frames chan *message
 	// readErr is why frames closed; read it only after frames is closed.
 	readErr error
@@ -77,6 +78,7 @@ func spawn(o *Options) (*process, error) {
 		cmd:    cmd,
 		pid:    cmd.Process.Pid,
 		stdin:  stdin,
+		fw:     frameWriter{w: stdin},
 		frames: make(chan *message, 16),
 		exited: make(chan struct{}),
 		dying:  make(chan struct{}),
@@ -124,8 +126,9 @@ func spawn(o *Options) (*process, error) {
 // ends. A malformed frame kills the worker: nothing after it can be trusted.
 func (p *process) readFrames(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	fr := frameReader{r: br}
 	for {
-		m, err := readFrame(br, maxWorkerFrame)
+		m, err := fr.read(maxWorkerFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				p.kill(killProtocol)
@@ -151,7 +154,7 @@ func (p *process) readFrames(r io.Reader) {
 func (p *process) send(m *message) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	return writeFrame(p.stdin, m, maxParentFrame)
+	return p.fw.write(m, maxParentFrame)
 }
 
 // kill ends the worker with SIGKILL, recording why unless a reason is

@@ -24,7 +24,13 @@ const (
 // until evaluated. maxDepth is the evaluator's bound; raw JSON may nest
 // about twice as deep, since every literal array is wrapped once more.
 func parseMessage(msg []byte, maxDepth int) ([]any, error) {
-	v, err := parseJSON(msg, 2*maxDepth+16)
+	return parseMessageScratch(msg, maxDepth, nil)
+}
+
+// parseMessageScratch is parseMessage reusing *scratch; see
+// parseJSONScratch.
+func parseMessageScratch(msg []byte, maxDepth int, scratch *[]any) ([]any, error) {
+	v, err := parseJSONScratch(msg, 2*maxDepth+16, scratch)
 	if err == errJSONTooDeep {
 		return nil, protoErrorf("message nested deeper than %d", maxDepth)
 	}

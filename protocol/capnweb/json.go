@@ -32,7 +32,29 @@ func (e *jsonError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg
 
 // parseJSON parses one JSON text; nesting beyond maxDepth is an error.
 func parseJSON(data []byte, maxDepth int) (any, error) {
+	return parseJSONScratch(data, maxDepth, nil)
+}
+
+// scratchKeepMax bounds the array scratch kept between parses.
+const scratchKeepMax = 1024
+
+// parseJSONScratch is parseJSON reusing *scratch (when not nil) as the
+// parser's array scratch, so that a reader parsing one message after
+// another does not grow a new one each time. The scratch holds no values
+// afterwards.
+func parseJSONScratch(data []byte, maxDepth int, scratch *[]any) (any, error) {
 	p := &jsonParser{data: data, maxDepth: maxDepth}
+	if scratch != nil {
+		p.stack = (*scratch)[:0]
+		defer func() {
+			if cap(p.stack) > scratchKeepMax {
+				*scratch = nil
+				return
+			}
+			clear(p.stack[:cap(p.stack)])
+			*scratch = p.stack[:0]
+		}()
+	}
 	p.space()
 	v, err := p.value(0)
 	if err != nil {

@@ -109,3 +109,36 @@ func TestParseJSONKeyOrder(t *testing.T) {
 		t.Fatalf("got %#v", got)
 	}
 }
+
+// A scratch reused across parses (as a session's reader does) gives the
+// same results as a fresh parser, survives a failed parse in between, and
+// holds no values once a parse is done.
+func TestParseJSONScratchReuse(t *testing.T) {
+	inputs := []string{
+		`["push",["pipeline",0,["add"],[[1,2,3],[4,[5,6]]]]]`,
+		`[1,[2,[3,`, // truncated: fails mid-array with values on the scratch
+		`["pull",1]`,
+		`[[[[["deep"]]]],"x",{"a":[7,8,9]}]`,
+		`[` + strings.Repeat(`1,`, 2*scratchKeepMax) + `1]`, // outgrows what is kept
+		`["release",1,1]`,
+	}
+	var scratch []any
+	for _, s := range inputs {
+		want, wantErr := parseJSON([]byte(s), 100)
+		got, err := parseJSONScratch([]byte(s), 100, &scratch)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%.40s: error %v, want %v", s, err, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%.40s: got %v, want %v", s, got, want)
+		}
+		if cap(scratch) > scratchKeepMax {
+			t.Fatalf("%.40s: kept a scratch of %d slots", s, cap(scratch))
+		}
+		for i, v := range scratch[:cap(scratch)] {
+			if v != nil {
+				t.Fatalf("%.40s: scratch slot %d still holds %v", s, i, v)
+			}
+		}
+	}
+}

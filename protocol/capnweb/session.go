@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -104,6 +105,10 @@ type Session struct {
 	writeCancel context.CancelFunc
 	closeTimer  *time.Timer
 	main        *Stub
+
+	// parseScratch is the JSON parser's array scratch, reused from one
+	// message to the next; only the reading goroutine touches it.
+	parseScratch []any
 }
 
 // export is an entry of our exports table: something the peer may call.
@@ -525,6 +530,11 @@ func (s *Session) readLoop() {
 			s.protocolError(perr)
 			return
 		}
+		// Let what the message woke (a caller awaiting its result, a call
+		// just delivered) run now, on this thread, rather than wait for
+		// another thread to be woken to take it over; this loop would only
+		// go back to a socket that is most often empty.
+		runtime.Gosched()
 		select {
 		case <-s.done:
 			return
@@ -550,7 +560,7 @@ func (s *Session) handleMessage(raw []byte) (perr *ProtocolError) {
 
 // dispatch is handleMessage without the panic guard (fuzzed directly).
 func (s *Session) dispatch(raw []byte) *ProtocolError {
-	msg, err := parseMessage(raw, s.opts.MaxDepth)
+	msg, err := parseMessageScratch(raw, s.opts.MaxDepth, &s.parseScratch)
 	if err != nil {
 		return asProto(err)
 	}

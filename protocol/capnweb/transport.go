@@ -10,9 +10,11 @@ import (
 )
 
 // Transport carries whole messages, each one JSON text. ReadMessage blocks
-// until a message arrives; it returns a *CloseError when the peer closed,
-// a *ProtocolError for a frame that cannot be a message (the session then
-// aborts), and any other error when the transport failed. WriteMessage
+// until a message arrives; the message's bytes are valid until the next
+// ReadMessage call (an implementation may reuse them). It returns a
+// *CloseError when the peer closed, a *ProtocolError for a frame that
+// cannot be a message (the session then aborts), and any other error when
+// the transport failed. WriteMessage
 // sends one message. Close ends the transport with a close code and reason
 // and unblocks ReadMessage. The session calls ReadMessage from one
 // goroutine and WriteMessage from one other goroutine.

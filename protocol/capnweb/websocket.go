@@ -3,6 +3,7 @@ package capnweb
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/coder/websocket"
@@ -23,21 +24,61 @@ func NewWebSocketTransport(conn *websocket.Conn, readLimit int64) Transport {
 
 type wsTransport struct {
 	conn *websocket.Conn
+	// buf is the last message's storage, reused for the next one: the
+	// session is done with a message before it reads another.
+	buf []byte
 }
 
+// Read buffer sizes: the first allocation, and the largest kept for reuse
+// once its message is done (a rare large message is not held for the
+// connection's life).
+const (
+	wsReadStart   = 4 << 10
+	wsReadKeepMax = 64 << 10
+)
+
+// ReadMessage returns the next message. Its bytes are valid until the next
+// call, as the Transport contract allows.
 func (w *wsTransport) ReadMessage(ctx context.Context) ([]byte, error) {
-	typ, data, err := w.conn.Read(ctx)
+	typ, r, err := w.conn.Reader(ctx)
 	if err != nil {
-		var ce websocket.CloseError
-		if errors.As(err, &ce) {
-			return nil, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
-		}
-		return nil, err
+		return nil, wsReadError(err)
 	}
 	if typ != websocket.MessageText {
 		return nil, &ProtocolError{Reason: "received a binary WebSocket frame; capnweb messages are JSON text frames"}
 	}
-	return data, nil
+	buf := w.buf[:0]
+	if cap(buf) > wsReadKeepMax {
+		buf = nil
+	}
+	if buf == nil {
+		buf = make([]byte, 0, wsReadStart)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			w.buf = nil
+			return nil, wsReadError(err)
+		}
+	}
+	w.buf = buf
+	return buf, nil
+}
+
+// wsReadError maps the WebSocket library's close error to a *CloseError.
+func wsReadError(err error) error {
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		return &CloseError{Code: int(ce.Code), Reason: ce.Reason}
+	}
+	return err
 }
 
 func (w *wsTransport) WriteMessage(ctx context.Context, msg []byte) error {

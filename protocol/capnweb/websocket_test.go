@@ -165,3 +165,28 @@ func TestWebSocketNoGoroutineLeak(t *testing.T) {
 	}()
 	settleGoroutines(t, base)
 }
+
+// TestWebSocketMessagesOfManySizes: the transport reuses its read buffer
+// from one message to the next; messages that grow it, outgrow what it
+// keeps, and shrink again must each arrive whole and unchanged.
+func TestWebSocketMessagesOfManySizes(t *testing.T) {
+	echo := Methods{"echo": func(ctx context.Context, args []any) (any, error) { return args[0], nil }}
+	url, _ := wsServer(t, echo, Options{})
+	ctx := ctx10(t)
+	c, err := Dial(ctx, url, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, n := range []int{0, 10, wsReadStart - 40, wsReadStart, 3 * wsReadStart, wsReadKeepMax + 1000, 5, 2 * wsReadKeepMax, 1} {
+		// A different byte per message, so a stale buffer would show.
+		want := strings.Repeat(string(rune('a'+i)), n)
+		v, err := c.Main().Call(ctx, "echo", want)
+		if err != nil {
+			t.Fatalf("echo of %d bytes: %v", n, err)
+		}
+		if got, _ := v.(string); got != want {
+			t.Fatalf("echo of %d bytes came back as %d bytes", n, len(got))
+		}
+	}
+}
