@@ -117,6 +117,8 @@ func TestMetricsCountAScriptedWorkload(t *testing.T) {
 		`codemode_backend_healthy{backend="local",member="local"}`:                       1,
 		`codemode_worker_kills_total{backend="local",layer="heap"}`:                      0,
 		`codemode_queue_overflows_total{backend="local"}`:                                0,
+		`codemode_executions_queued{backend="local"}`:                                    0,
+		`codemode_workers_busy{backend="local"}`:                                         0,
 	} {
 		if got := metric(t, body, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
@@ -124,6 +126,9 @@ func TestMetricsCountAScriptedWorkload(t *testing.T) {
 	}
 	if started := metric(t, body, `codemode_workers_started_total{backend="local"}`); started < 2 {
 		t.Errorf("codemode_workers_started_total = %v, want at least the pool's 2 workers", started)
+	}
+	if alive := metric(t, body, `codemode_workers_alive{backend="local"}`); alive < 1 || alive > 2 {
+		t.Errorf("codemode_workers_alive = %v, want 1 to 2 (pool size 2)", alive)
 	}
 	if code, _ := get(t, gw.admin+"/healthz"); code != 200 {
 		t.Fatalf("/healthz answered %d", code)

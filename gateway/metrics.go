@@ -100,6 +100,9 @@ func newPoolCollector(g *Gateway) *poolCollector {
 		"overflow": d("codemode_queue_overflows_total", "Executions refused at the pool's queue bound."),
 		"granted":  d("codemode_handles_granted_total", "Executions that retained their handles."),
 		"expired":  d("codemode_handles_expired_total", "Retained executions closed at the idle bound."),
+		"alive":    d("codemode_workers_alive", "Worker processes alive or being started."),
+		"busy":     d("codemode_workers_busy", "Workers running an execution or holding a retained one."),
+		"queued":   d("codemode_executions_queued", "Executions waiting for a worker."),
 	}}
 }
 
@@ -129,6 +132,12 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 			counter("overflow", s.QueueOverflows)
 			counter("granted", s.HandlesGranted)
 			counter("expired", s.HandlesExpired)
+			gauge := func(key string, v int) {
+				ch <- prometheus.MustNewConstMetric(c.descs[key], prometheus.GaugeValue, float64(v), grp.name)
+			}
+			gauge("alive", s.WorkersAlive)
+			gauge("busy", s.Busy)
+			gauge("queued", s.Queued)
 		}
 	}
 }

@@ -500,6 +500,11 @@ type Stats struct {
 	QueueOverflows int64 // executions refused at the queue bound
 	HandlesGranted int64 // executions that retained their handles
 	HandlesExpired int64 // retained executions closed at the idle bound
+
+	// Gauges, as they are at the moment of the call.
+	WorkersAlive int // worker processes alive or being started
+	Busy         int // workers running an execution or holding handles
+	Queued       int // executions waiting for a worker
 }
 
 type stats struct {
@@ -507,8 +512,11 @@ type stats struct {
 	handlesGranted, handlesExpired                                                                  atomic.Int64
 }
 
-// Stats returns the pool's counters.
+// Stats returns the pool's counters and gauges.
 func (e *Executor) Stats() Stats {
+	e.mu.Lock()
+	live, waiting := e.live, e.waiting
+	e.mu.Unlock()
 	s := &e.stats
 	return Stats{
 		WorkersStarted: s.workersStarted.Load(),
@@ -520,6 +528,9 @@ func (e *Executor) Stats() Stats {
 		QueueOverflows: s.queueOverflows.Load(),
 		HandlesGranted: s.handlesGranted.Load(),
 		HandlesExpired: s.handlesExpired.Load(),
+		WorkersAlive:   live,
+		Busy:           len(e.slots),
+		Queued:         waiting,
 	}
 }
 

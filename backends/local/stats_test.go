@@ -1,0 +1,56 @@
+package local
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// TestStatsGauges: busy and queued read the pool as it is: one execution
+// parked in a tool call holds the only worker, the next waits in the queue.
+func TestStatsGauges(t *testing.T) {
+	ex, err := New(Options{PoolSize: 1, QueueBound: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	parked, release := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{}, 2)
+	go func() {
+		ex.Execute(ctx, &protocol.ExecuteRequest{
+			Code:      "async () => await s.wait()",
+			Providers: []protocol.ProviderDescriptor{{Name: "s", Tools: []string{"wait"}}},
+			Dispatch: func(context.Context, string, string, string) (string, error) {
+				close(parked)
+				<-release
+				return `{"result":1}`, nil
+			},
+		})
+		done <- struct{}{}
+	}()
+	<-parked
+	go func() {
+		ex.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 2"})
+		done <- struct{}{}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for ex.Stats().Queued != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second execution never showed as queued: %+v", ex.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := ex.Stats(); s.Busy != 1 || s.WorkersAlive != 1 {
+		t.Fatalf("stats %+v, want one busy worker of one alive", s)
+	}
+	close(release)
+	<-done
+	<-done
+	if s := ex.Stats(); s.Queued != 0 || s.Busy != 0 {
+		t.Fatalf("after both finished: %+v", s)
+	}
+}
