@@ -495,11 +495,13 @@ func TestOneConnectionCarriesConcurrentExecutions(t *testing.T) {
 	<-done
 }
 
-// TestRetainedOutboundReleasedWhenABoundEndsTheHandles: an invocation that
-// outlives its bound closes the handles in the executor; the server lets go
-// of the caller's outbound stub then, not only on closeHandles.
-func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
-	backend, err := local.New(local.Options{PoolSize: 1})
+// grantWithStub serves a local backend with opts, opens a bare session,
+// and grants handles for code in the stub outbound mode. It checks that the
+// server holds a duplicate of the outbound stub and returns the session's
+// tables as they were before the grant.
+func grantWithStub(t *testing.T, opts local.Options, code string, timeout protocol.Timeout) (*capnweb.Session, *executorapi.Client, string, capnweb.Stats) {
+	t.Helper()
+	backend, err := local.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,24 +512,29 @@ func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
 	outbound := func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 		return protocol.OutboundResponse{Status: 200}, nil
 	}
-	res, err := client.Execute(ctx(t), &protocol.ExecuteRequest{
-		Code:          "async () => ({ fetch: (req) => { if (req.url.endsWith('/spin')) { while (true) {} } return new Response('ok') } })",
-		RetainHandles: true,
-		Timeout:       protocol.TimeoutOf(300),
-		Outbound:      protocol.OutboundVia(outbound),
-	})
+	res, err := client.Execute(ctx(t), &protocol.ExecuteRequest{Code: code, RetainHandles: true, Timeout: timeout, Outbound: protocol.OutboundVia(outbound)})
 	if err != nil || res.ExecutionID == "" {
 		t.Fatalf("no grant: %+v, %v", res, err)
 	}
 	if sess.Stats() == base {
 		t.Fatal("the server holds no duplicate of the outbound stub while the handles live")
 	}
-	_, err = client.InvokeHandle(ctx(t), res.ExecutionID, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/spin"})
+	return sess, client, res.ExecutionID, base
+}
+
+// TestRetainedOutboundReleasedWhenABoundEndsTheHandles: an invocation that
+// outlives its bound closes the handles in the executor; the server lets go
+// of the caller's outbound stub then, not only on closeHandles.
+func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
+	sess, client, id, base := grantWithStub(t, local.Options{PoolSize: 1},
+		"async () => ({ fetch: (req) => { if (req.url.endsWith('/spin')) { while (true) {} } return new Response('ok') } })",
+		protocol.TimeoutOf(300))
+	_, err := client.InvokeHandle(ctx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/spin"})
 	if err == nil || !protocol.MatchesExecutionTimeout(executorapi.Message(err)) || !executorapi.EndsHandles(err) {
 		t.Fatalf("a spinning handler gave %v, want the timeout text", err)
 	}
 	waitFor(t, func() bool { return sess.Stats() == base }, "the outbound stub to be released: %+v, want %+v", sess.Stats(), base)
-	_, err = client.InvokeHandle(ctx(t), res.ExecutionID, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/"})
+	_, err = client.InvokeHandle(ctx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/"})
 	if protocol.CodeOf(err) != protocol.CodeHandlesClosed {
 		t.Fatalf("after the bound closed the handles: %v", err)
 	}
@@ -537,27 +544,7 @@ func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
 // handles on its own (the idle bound), the server lets go of the caller's
 // outbound stub without waiting for another call.
 func TestRetainedOutboundReleasedAtTheIdleBound(t *testing.T) {
-	backend, err := local.New(local.Options{PoolSize: 1, HandlesIdleTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backend.Close() })
-	url, _ := serve(t, backend, executorapi.ServerOptions{})
-	sess, client := handshaken(t, url)
-	base := sess.Stats()
-	outbound := func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
-		return protocol.OutboundResponse{Status: 200}, nil
-	}
-	res, err := client.Execute(ctx(t), &protocol.ExecuteRequest{
-		Code:          "async () => (req) => new Response('ok')",
-		RetainHandles: true,
-		Outbound:      protocol.OutboundVia(outbound),
-	})
-	if err != nil || res.ExecutionID == "" {
-		t.Fatalf("no grant: %+v, %v", res, err)
-	}
-	if sess.Stats() == base {
-		t.Fatal("the server holds no duplicate of the outbound stub while the handles live")
-	}
+	sess, _, _, base := grantWithStub(t, local.Options{PoolSize: 1, HandlesIdleTimeout: 300 * time.Millisecond},
+		"async () => (req) => new Response('ok')", protocol.Timeout{})
 	waitFor(t, func() bool { return sess.Stats() == base }, "the idle bound to release the outbound stub: %+v, want %+v", sess.Stats(), base)
 }
