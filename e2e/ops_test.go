@@ -97,6 +97,13 @@ func TestMetricsCountAScriptedWorkload(t *testing.T) {
 	if _, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => { throw new Error('x') }"}); err != nil {
 		t.Fatal(err)
 	}
+	stub := func(_ context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		return protocol.OutboundResponse{Status: 200, Body: []byte(req.URL)}, nil
+	}
+	if _, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => { await fetch('https://a.example/'); await fetch('https://b.example/'); return 1 }",
+		Outbound: protocol.OutboundVia(stub)}); err != nil {
+		t.Fatal(err)
+	}
 	// One refused connection.
 	if _, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(gw.url, "http")+"/v1/executor", remote.Options{}); err == nil {
 		t.Fatal("a connection without a key was accepted")
@@ -106,11 +113,14 @@ func TestMetricsCountAScriptedWorkload(t *testing.T) {
 		t.Fatalf("/metrics answered %d", code)
 	}
 	for series, want := range map[string]float64{
-		`codemode_executions_total{backend="local",outcome="ok",tenant="alpha"}`:         4,
+		`codemode_executions_total{backend="local",outcome="ok",tenant="alpha"}`:         5,
 		`codemode_executions_total{backend="local",outcome="timeout",tenant="alpha"}`:    1,
 		`codemode_executions_total{backend="local",outcome="user_error",tenant="alpha"}`: 1,
 		`codemode_tool_calls_total{result="ok",tenant="alpha"}`:                          2,
 		`codemode_outbound_total{mode="disabled",tenant="alpha"}`:                        6,
+		`codemode_outbound_total{mode="stub",tenant="alpha"}`:                            1,
+		`codemode_outbound_requests_total{mode="stub",tenant="alpha"}`:                   2,
+		`codemode_execution_run_clock_seconds_count{backend="local",tenant="alpha"}`:     7,
 		`codemode_auth_failures_total{reason="unauthenticated"}`:                         1,
 		`codemode_connections{kind="executor",tenant="alpha"}`:                           1,
 		`codemode_executions_in_flight{tenant="alpha"}`:                                  0,

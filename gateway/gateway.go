@@ -363,7 +363,7 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 	conns := g.metrics.connections.WithLabelValues(id.Tenant, rt.cfg.Kind)
 	conns.Inc()
 	defer conns.Dec()
-	log := t.log.With("path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
+	log := t.log.With("connection", requestID(), "path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
 
 	switch rt.cfg.Kind {
 	case "executor":

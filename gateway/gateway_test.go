@@ -637,3 +637,37 @@ func TestPinDroppedWhenTheBackendClosesTheHandles(t *testing.T) {
 	}
 	waitFor(t, func() bool { return pins() == "0" }, "the pin to go at the idle bound (codemode_pins %s)", pins())
 }
+
+// TestNativeFetchWhereAllowedIsCounted: a tenant and backend that both allow
+// native fetch reach an allowed range; the requests and the run clock show
+// in the metrics.
+func TestNativeFetchWhereAllowedIsCounted(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "page") }))
+	defer site.Close()
+	e := start(t, func(y string) string {
+		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, nativeOutbound: true, native: {allow: [127.0.0.0/8]}}", 1)
+		return strings.Replace(y, "policy: {timeoutMs: 300}", "policy: {timeoutMs: 5000, nativeOutbound: true}", 1)
+	})
+	ex := e.mustDial(t, "/v1/executor", "acme")
+	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{
+		Code: fmt.Sprintf("async () => (await (await fetch(%q)).text()) + (await (await fetch(%q)).text())", site.URL, site.URL),
+	})
+	if err != nil || res.ResultJSON != `"pagepage"` {
+		t.Fatalf("native fetch through the gateway: %+v, %v", res, err)
+	}
+	resp, err := http.Get(e.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`codemode_outbound_requests_total{mode="native",tenant="acme"} 2`,
+		`codemode_outbound_total{mode="native",tenant="acme"} 1`,
+		`codemode_execution_run_clock_seconds_count{backend="local",tenant="acme"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

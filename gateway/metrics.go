@@ -24,6 +24,8 @@ type metrics struct {
 	toolCalls    *prometheus.CounterVec
 	toolLatency  *prometheus.HistogramVec
 	outbound     *prometheus.CounterVec
+	requests     *prometheus.CounterVec
+	runClock     *prometheus.HistogramVec
 	connections  *prometheus.GaugeVec
 	authFailures *prometheus.CounterVec
 }
@@ -55,8 +57,17 @@ func newMetrics(g *Gateway) *metrics {
 	}, []string{"tenant"})
 	m.outbound = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemode_outbound_total",
-		Help: "Executions by the outbound mode they ran with (after the operator's veto), and requests sent to callers' outbound functions (mode=stub_request).",
+		Help: "Executions by the outbound mode they ran with, after the operator's veto.",
 	}, []string{"tenant", "mode"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_outbound_requests_total",
+		Help: "Requests programs sent with fetch, by mode: stub (to the caller's outbound function) and native (performed by a local backend; remote backends do not report theirs).",
+	}, []string{"tenant", "mode"})
+	m.runClock = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "codemode_execution_run_clock_seconds",
+		Help:    "Time executions spent on their run clock (host waits excluded unless countHostWaits), as local backends report it.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"tenant", "backend"})
 	m.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "codemode_connections",
 		Help: "Open connections by tenant and route kind.",
@@ -65,7 +76,7 @@ func newMetrics(g *Gateway) *metrics {
 		Name: "codemode_auth_failures_total",
 		Help: "Requests refused before any upgrade, by reason (unauthenticated, forbidden, too_many_connections).",
 	}, []string{"reason"})
-	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.connections, m.authFailures} {
+	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.requests, m.runClock, m.connections, m.authFailures} {
 		f(c)
 	}
 	ps := g.handles.pins
@@ -208,7 +219,7 @@ func (m *metrics) observeDispatch(tenant string, d protocol.DispatchFunc) protoc
 // observeOutbound counts the requests sent to a caller's outbound function.
 func (m *metrics) observeOutbound(tenant string, fn protocol.OutboundFunc) protocol.OutboundFunc {
 	return func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
-		m.outbound.WithLabelValues(tenant, "stub_request").Inc()
+		m.requests.WithLabelValues(tenant, "stub").Inc()
 		return fn(ctx, req)
 	}
 }

@@ -120,6 +120,12 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	oc := outcome(res, err)
 	t.m.executions.WithLabelValues(t.name, set.group.name, oc).Inc()
 	t.m.wall.WithLabelValues(t.name, set.group.name).Observe(wall.Seconds())
+	if err == nil && res.RunClock > 0 {
+		t.m.runClock.WithLabelValues(t.name, set.group.name).Observe(res.RunClock.Seconds())
+	}
+	if err == nil && mode == protocol.OutboundNative && res.OutboundRequests > 0 {
+		t.m.requests.WithLabelValues(t.name, "native").Add(float64(res.OutboundRequests))
+	}
 	member := ""
 	if m != nil {
 		member = m.name

@@ -1,6 +1,9 @@
 package protocol
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ExecuteRequest is one execution. Code is the only field a request must
 // set; every other field left at its zero value reads as absent, and a field
@@ -54,6 +57,13 @@ type ExecuteResult struct {
 	ExecutionID string
 	// Handles lists the handle names InvokeHandle accepts for ExecutionID.
 	Handles []string
+
+	// RunClock is the time the run spent on its run clock, and
+	// OutboundRequests how many requests its fetch sent, for an operator's
+	// metrics. Go-only: neither crosses the wire, and an executor that does
+	// not measure them (the remote backend) leaves them zero.
+	RunClock         time.Duration
+	OutboundRequests int
 }
 
 // LogLevel is the console method a captured line came from.

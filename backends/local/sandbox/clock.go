@@ -64,6 +64,14 @@ func (c *runClock) pause() {
 	c.running = false
 }
 
+// elapsed is the time spent on the clock so far.
+func (c *runClock) elapsed() time.Duration {
+	if c.running {
+		return c.spent + time.Since(c.since)
+	}
+	return c.spent
+}
+
 // stop releases the clock's timer when the run ends.
 func (c *runClock) stop() { c.timer.Stop() }
 

@@ -459,6 +459,12 @@ func (s *session) finish() *protocol.ExecuteResult {
 	if size := protocol.RunAnswerWireSize(&res); res.HasError && size > protocol.PayloadLimit {
 		res.Error = protocol.NewPayloadTooLargeError(protocol.PartRunAnswer, size, protocol.PayloadLimit).Error()
 	}
+	if s.clock != nil {
+		res.RunClock = s.clock.elapsed()
+	}
+	if s.platform != nil {
+		res.OutboundRequests = s.platform.Requests()
+	}
 	return &res
 }
 

@@ -87,3 +87,21 @@ func TestWebPlatformForAwaitBody(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// TestRunReportsRunClockAndRequests: the envelope carries the run-clock
+// time the run spent and how many requests its fetch sent, for metrics.
+func TestRunReportsRunClockAndRequests(t *testing.T) {
+	j := job(`async () => { const t = Date.now(); while (Date.now() - t < 60) {} await (await fetch('https://x/a')).text(); await fetch('https://x/b'); return 1 }`)
+	j.OutboundMode = protocol.OutboundStub
+	res := Run(context.Background(), j, &slowStub{})
+	if res.HasError {
+		t.Fatal(res.Error)
+	}
+	if res.OutboundRequests != 2 {
+		t.Fatalf("OutboundRequests = %d, want 2", res.OutboundRequests)
+	}
+	// 60 ms of compute counts; the two 300 ms stub waits do not.
+	if res.RunClock < 60*time.Millisecond || res.RunClock > 550*time.Millisecond {
+		t.Fatalf("RunClock = %v, want the compute (>= 60 ms) without the host waits (600 ms)", res.RunClock)
+	}
+}

@@ -133,6 +133,7 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 			}()
 		}
 	}
+	p.sent++
 	p.inflight++
 	if p.inflight > MaxConcurrentFetches {
 		p.queued = append(p.queued, start)

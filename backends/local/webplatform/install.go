@@ -74,15 +74,22 @@ type platform struct {
 
 	inflight int
 	queued   []func()
+	sent     int // requests that left, in either mode
 }
 
 // Platform is the Go side of one runtime's installed web platform: the
 // exchange a retained fetch handler needs (Request and Response).
 type Platform struct {
+	p                 *platform
 	vm                *goja.Runtime
 	makeRequest       goja.Callable
 	serializeResponse goja.Callable
 }
+
+// Requests is how many requests the run's fetch sent out so far (in the
+// stub or the native mode), past the checks that refuse one before it
+// leaves. Call it on the loop goroutine.
+func (pl *Platform) Requests() int { return pl.p.sent }
 
 // Install defines the web platform's globals in vm (see the package
 // documentation for the list). Call it on the loop goroutine, once, after
@@ -128,7 +135,7 @@ func Install(vm *goja.Runtime, loop Loop, cfg Config) (*Platform, error) {
 	}
 	obj := out.ToObject(vm)
 	publish, _ = goja.AssertFunction(obj.Get("publish"))
-	pl := &Platform{vm: vm}
+	pl := &Platform{p: p, vm: vm}
 	pl.makeRequest, _ = goja.AssertFunction(obj.Get("makeRequest"))
 	pl.serializeResponse, _ = goja.AssertFunction(obj.Get("serializeResponse"))
 	return pl, nil
