@@ -51,6 +51,7 @@ type env struct {
 	base     string // the configuration before any tweak
 	url      string // http:// of the gateway
 	admin    string // http:// of its admin handler
+	gw       *gateway.Gateway
 	keys     map[string]string
 	far      *executortest.Recorder
 	upstream *httptest.Server
@@ -156,7 +157,7 @@ func (e *env) serve(t *testing.T, yaml string, tweak func(string) string) string
 	hs := httptest.NewServer(gw.Handler())
 	admin := httptest.NewServer(gw.AdminHandler())
 	t.Cleanup(func() { hs.Close(); admin.Close(); gw.Close() })
-	e.admin = admin.URL
+	e.admin, e.gw = admin.URL, gw
 	return hs.URL
 }
 
@@ -669,5 +670,34 @@ func TestNativeFetchWhereAllowedIsCounted(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// TestDrainClosesHeldHandles: Drain fails readiness at once, turns new
+// executions away with QUEUE_OVERFLOW, and closes every retained execution
+// this replica pinned, on its backend.
+func TestDrainClosesHeldHandles(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "globex")
+	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "retain", RetainHandles: true})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("no grant: %+v, %v", res, err)
+	}
+	if err := e.gw.Drain(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if e.far.Held() != 0 || len(e.far.Closed()) != 1 {
+		t.Fatalf("after Drain the backend holds %d executions (closed %v)", e.far.Held(), e.far.Closed())
+	}
+	resp, err := http.Get(e.admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz answered %d while draining", resp.StatusCode)
+	}
+	if _, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"}); protocol.CodeOf(err) != protocol.CodeQueueOverflow {
+		t.Fatalf("an execution while draining gave %v, want QUEUE_OVERFLOW", err)
 	}
 }
