@@ -701,3 +701,21 @@ func TestDrainClosesHeldHandles(t *testing.T) {
 		t.Fatalf("an execution while draining gave %v, want QUEUE_OVERFLOW", err)
 	}
 }
+
+// TestTenantMemoryLimit: a tenant's policy lowers the memory limit of its
+// runs below its local backend's.
+func TestTenantMemoryLimit(t *testing.T) {
+	e := start(t, func(y string) string {
+		return strings.Replace(y, "policy: {timeoutMs: 300}", "policy: {timeoutMs: 30000, memoryMB: 32}", 1)
+	})
+	ex := e.mustDial(t, "/v1/executor", "acme")
+	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{
+		Code: "async () => { const keep = []; for (let i = 0; i < 64; i++) keep.push(new Uint8Array(1 << 20).fill(1)); return keep.length }",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := protocol.NewMemoryLimitError(32).Error(); res.Error != want {
+		t.Fatalf("got %+v, want %q", res, want)
+	}
+}

@@ -102,6 +102,9 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 		}
 	}
 	r.Timeout = set.capTimeout(req.Timeout)
+	if m := set.policy.MemoryMB; m > 0 && (r.MemoryLimitMB == 0 || m < r.MemoryLimitMB) {
+		r.MemoryLimitMB = m
+	}
 	if r.Outbound.Mode() == protocol.OutboundNative && !(set.policy.NativeOutbound && set.group.nativeOutbound) {
 		// The operator's veto: a request that asked the executor to fetch
 		// for itself gets no network at all.

@@ -30,6 +30,11 @@ type ExecuteRequest struct {
 	// RetainHandles asks the executor to keep the isolate alive when the
 	// run resolves to a fetch handler. It has no construction-time default.
 	RetainHandles bool
+	// MemoryLimitMB, when above zero and below the executor's own limit,
+	// lowers this request's memory limit (a gateway applying a tenant's
+	// policy). Go-only: it does not cross the wire, and an executor that
+	// cannot honour it (the remote backend) ignores it.
+	MemoryLimitMB int
 	// HandlesClosed, when set, is called once, on its own goroutine, when
 	// a retained execution of this request moves to Closed, whatever closed
 	// it: CloseHandles, the idle bound, a run bound, a crash, Close. Go-only:

@@ -431,6 +431,14 @@ func (e *Executor) isClosed() bool {
 	return e.closed
 }
 
+// memoryLimit is a request's own lower limit, else the executor's.
+func memoryLimit(requested, own int) int {
+	if requested > 0 && requested < own {
+		return requested
+	}
+	return own
+}
+
 // jobFor resolves a request against the executor's defaults. A timeout
 // that is no bound (NaN, zero, negative) and a module map the rules refuse
 // are declared failures; the map is checked here, before it has to cross
@@ -451,7 +459,7 @@ func (e *Executor) jobFor(req *protocol.ExecuteRequest) (sandbox.Job, error) {
 		Modules:        modules,
 		TimeoutMs:      timeout,
 		CountHostWaits: protocol.ResolveCountHostWaits(req.CountHostWaits, e.opts.CountHostWaits),
-		MemoryLimitMB:  e.opts.MemoryLimitMB,
+		MemoryLimitMB:  memoryLimit(req.MemoryLimitMB, e.opts.MemoryLimitMB),
 		OutboundMode:   req.Outbound.Mode(),
 		Native:         e.opts.Native,
 		RetainHandles:  req.RetainHandles,

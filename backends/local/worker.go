@@ -182,7 +182,7 @@ func (s *workerServer) runJob(ctx context.Context, cancel context.CancelCauseFun
 	host := &workerHost{s: s}
 	watchdogStop := make(chan struct{})
 	watchdogDone := make(chan bool, 1)
-	go func() { watchdogDone <- s.watchHeap(cancel, watchdogStop) }()
+	go func() { watchdogDone <- s.watchHeap(cancel, watchdogStop, memoryLimit(job.MemoryLimitMB, s.limitMB)) }()
 
 	if job.RetainHandles {
 		res, kept := s.runRetainedProtected(ctx, job, host)
@@ -287,10 +287,11 @@ func (s *workerServer) runProtected(ctx context.Context, job sandbox.Job, host s
 }
 
 // watchHeap cancels the run with the memory text once the heap passes the
-// limit, confirmed after a collection so garbage alone never trips it. It
-// reports whether it fired.
-func (s *workerServer) watchHeap(cancel context.CancelCauseFunc, stop <-chan struct{}) bool {
-	limit := s.heapBase + uint64(s.limitMB)<<20
+// run's limit (limitMB: the job's, which may be below the worker's), confirmed
+// after a collection so garbage alone never trips it. It reports whether it
+// fired.
+func (s *workerServer) watchHeap(cancel context.CancelCauseFunc, stop <-chan struct{}, limitMB int) bool {
+	limit := s.heapBase + uint64(limitMB)<<20
 	tk := time.NewTicker(heapPoll)
 	defer tk.Stop()
 	for {
@@ -305,7 +306,7 @@ func (s *workerServer) watchHeap(cancel context.CancelCauseFunc, stop <-chan str
 			if heapObjects() <= limit {
 				continue
 			}
-			cancel(protocol.NewMemoryLimitError(s.limitMB))
+			cancel(protocol.NewMemoryLimitError(limitMB))
 			return true
 		}
 	}

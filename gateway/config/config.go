@@ -194,6 +194,10 @@ type APIKey struct {
 type Policy struct {
 	// TimeoutMs caps the run bound of this tenant's requests.
 	TimeoutMs int64 `yaml:"timeoutMs"`
+	// MemoryMB lowers this tenant's memory limit below its local backend's
+	// memoryMB; 0 keeps the backend's. A remote backend applies its server's
+	// own limit, so this key is for local backends only.
+	MemoryMB int `yaml:"memoryMB"`
 	// NativeOutbound lets this tenant's programs fetch natively where its
 	// backend allows it. Default false: a request that leaves outbound
 	// absent runs with no network at all.

@@ -71,6 +71,7 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 		{"credential subprotocol", "kind: executor\n", "kind: executor\n    subprotocols: [codemode.bearer.x]\n", 14, "marks a credential"},
 		{"remote key env", "  - name: local\n    type: local\n", "  - name: local\n    type: local\n  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\n          keyEnv: NOT_SET_ANYWHERE\n", 10, "NOT_SET_ANYWHERE is not set"},
 		{"duplicate default route", "kind: executor\n", "kind: executor\n  - path: /v1/executor\n    kind: executor\n", 14, "already the default"},
+		{"tenant memory above its backend", "    backend: local\n", "    backend: local\n    policy:\n      memoryMB: 512\n", 9, "a tenant can only lower it"},
 		{"tenant nobody can use", "    keys:\n      - name: k\n        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb\n", "", 0, "nobody can authenticate"},
 	}
 	for _, c := range cases {
@@ -141,4 +142,14 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = Parse("f.yaml", data, noEnv)
 	})
+}
+
+func TestTenantMemoryOnARemoteBackendIsRefused(t *testing.T) {
+	src := strings.Replace(good, "  - name: local\n    type: local\n",
+		"  - name: local\n    type: local\n  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\n", 1)
+	src = strings.Replace(src, "    backend: local\n", "    backend: far\n    policy:\n      memoryMB: 64\n", 1)
+	_, err := Parse("c.yaml", []byte(src), noEnv)
+	if err == nil || !strings.Contains(err.Error(), "its server applies its own memory limit") {
+		t.Fatalf("got %v", err)
+	}
 }

@@ -126,6 +126,17 @@ func (v *validator) validate(c *Config) {
 			}
 		}
 		v.policy(path+".policy", t.Policy, c.Limits)
+		if m := t.Policy.MemoryMB; m != 0 {
+			b := backends[t.Backend]
+			switch {
+			case m < 16:
+				v.add(path+".policy.memoryMB", "%d MB is too small for a JavaScript runtime; use at least 16", m)
+			case b != nil && b.Type != "local":
+				v.add(path+".policy.memoryMB", "backend %q is remote, and its server applies its own memory limit; leave memoryMB out or use a local backend", t.Backend)
+			case b != nil && b.Local != nil && m > localMemoryMB(b.Local):
+				v.add(path+".policy.memoryMB", "%d MB is above backend %q's limit of %d MB; a tenant can only lower it", m, t.Backend, localMemoryMB(b.Local))
+			}
+		}
 	}
 
 	if len(c.Routes) == 0 {
@@ -346,6 +357,13 @@ func (v *validator) tls(path string, c *Config, t *TLS) {
 	if _, err := tls.LoadX509KeyPair(c.Resolve(t.CertFile), c.Resolve(t.KeyFile)); err != nil {
 		v.add(path, "cannot load the certificate and key: %v", err)
 	}
+}
+
+func localMemoryMB(l *LocalBackend) int {
+	if l.MemoryMB == 0 {
+		return protocol.DefaultMemoryLimitMB
+	}
+	return l.MemoryMB
 }
 
 // Resolve makes a path from the file relative to the file's directory.
