@@ -719,3 +719,20 @@ func TestTenantMemoryLimit(t *testing.T) {
 		t.Fatalf("got %+v, want %q", res, want)
 	}
 }
+
+// TestTenantNativeDenyBindsInsideTheBackendsAllowList: the backend allows
+// loopback for native fetch; a tenant whose policy denies it is refused.
+func TestTenantNativeDenyBindsInsideTheBackendsAllowList(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "page") }))
+	defer site.Close()
+	e := start(t, func(y string) string {
+		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, nativeOutbound: true, native: {allow: [127.0.0.0/8]}}", 1)
+		return strings.Replace(y, "policy: {timeoutMs: 300}", "policy: {timeoutMs: 5000, nativeOutbound: true, nativeDeny: [127.0.0.1/32]}", 1)
+	})
+	res, err := e.mustDial(t, "/v1/executor", "acme").Execute(testCtx(t), &protocol.ExecuteRequest{
+		Code: fmt.Sprintf("async () => { try { return await (await fetch(%q)).text() } catch (e) { return 'refused' } }", site.URL),
+	})
+	if err != nil || res.ResultJSON != `"refused"` {
+		t.Fatalf("the tenant's denied range was reached: %+v, %v", res, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -37,9 +38,10 @@ type tenant struct {
 
 // tenantSettings are what a reload may change.
 type tenantSettings struct {
-	policy  config.Policy
-	group   *group
-	limiter *rate.Limiter // nil: no rate limit
+	policy     config.Policy
+	group      *group
+	limiter    *rate.Limiter  // nil: no rate limit
+	nativeDeny []netip.Prefix // the policy's nativeDeny, parsed
 }
 
 func newTenant(t config.Tenant, g *group, gw *Gateway) *tenant {
@@ -53,6 +55,9 @@ func newTenant(t config.Tenant, g *group, gw *Gateway) *tenant {
 // again only when the rate itself changed.
 func (t *tenant) configure(c config.Tenant, g *group) {
 	s := &tenantSettings{policy: c.Policy, group: g}
+	for _, cidr := range c.Policy.NativeDeny {
+		s.nativeDeny = append(s.nativeDeny, netip.MustParsePrefix(cidr)) // validated by config
+	}
 	old := t.settings.Load()
 	switch {
 	case c.Policy.Rate <= 0:
@@ -104,6 +109,9 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	r.Timeout = set.capTimeout(req.Timeout)
 	if m := set.policy.MemoryMB; m > 0 && (r.MemoryLimitMB == 0 || m < r.MemoryLimitMB) {
 		r.MemoryLimitMB = m
+	}
+	if len(set.nativeDeny) > 0 {
+		r.NativeDeny = append(append([]netip.Prefix(nil), req.NativeDeny...), set.nativeDeny...)
 	}
 	if r.Outbound.Mode() == protocol.OutboundNative && !(set.policy.NativeOutbound && set.group.nativeOutbound) {
 		// The operator's veto: a request that asked the executor to fetch

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"net/netip"
 	"time"
 )
 
@@ -35,6 +36,10 @@ type ExecuteRequest struct {
 	// policy). Go-only: it does not cross the wire, and an executor that
 	// cannot honour it (the remote backend) ignores it.
 	MemoryLimitMB int
+	// NativeDeny adds address ranges the native mode must not reach for
+	// this request, on top of the executor's own deny list (a gateway
+	// applying a tenant's policy). Go-only, like MemoryLimitMB.
+	NativeDeny []netip.Prefix
 	// HandlesClosed, when set, is called once, on its own goroutine, when
 	// a retained execution of this request moves to Closed, whatever closed
 	// it: CloseHandles, the idle bound, a run bound, a crash, Close. Go-only:

@@ -45,3 +45,30 @@ func TestNativeOptionsReachTheWorker(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestDenyBindsInsideTheAllowList: a request's own denied ranges
+// hold even where the executor's allow list would let the address through.
+func TestRequestDenyBindsInsideTheAllowList(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "inside") }))
+	defer srv.Close()
+	ex, err := New(Options{PoolSize: 1, Native: webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := fmt.Sprintf("async () => { try { return await (await fetch(%q)).text() } catch (e) { return 'refused' } }", srv.URL)
+	for _, c := range []struct {
+		deny []netip.Prefix
+		want string
+	}{
+		{nil, `"inside"`},
+		{[]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, `"refused"`},
+	} {
+		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: code, NativeDeny: c.deny})
+		if err != nil || res.ResultJSON != c.want {
+			t.Fatalf("deny %v: %+v, %v; want %s", c.deny, res, err, c.want)
+		}
+	}
+}

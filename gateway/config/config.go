@@ -202,6 +202,9 @@ type Policy struct {
 	// backend allows it. Default false: a request that leaves outbound
 	// absent runs with no network at all.
 	NativeOutbound bool `yaml:"nativeOutbound"`
+	// NativeDeny adds CIDR ranges this tenant's native fetches must not
+	// reach, even inside its backend's allow list.
+	NativeDeny []string `yaml:"nativeDeny"`
 	// MaxConcurrent caps executions in flight; one more fails at once with
 	// QUEUE_OVERFLOW.
 	MaxConcurrent int `yaml:"maxConcurrent"`

@@ -301,6 +301,11 @@ func (v *validator) policy(path string, p Policy, l Limits) {
 			v.add(path+"."+f.key, "%d is outside the operator limit: use 1 to %d (limits.%s)", f.n, f.limit, f.key)
 		}
 	}
+	for j, c := range p.NativeDeny {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			v.add(fmt.Sprintf("%s.nativeDeny[%d]", path, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
+		}
+	}
 	if p.Rate < 0 || p.Burst < 0 {
 		v.add(path+".rate", "rate and burst must not be negative")
 	}

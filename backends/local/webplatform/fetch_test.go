@@ -434,8 +434,23 @@ func TestAddressPolicy(t *testing.T) {
 	}
 }
 
+func TestAddressPolicyDenyAlwaysBeatsAllow(t *testing.T) {
+	p := newAddressPolicy(NativeOptions{
+		Allow:      []netip.Prefix{netip.MustParsePrefix("10.9.0.0/16")},
+		DenyAlways: []netip.Prefix{netip.MustParsePrefix("10.9.8.0/24"), netip.MustParsePrefix("93.184.216.0/24")},
+	})
+	for addr, want := range map[string]bool{
+		"10.9.1.1": true, "10.9.8.1": false, "93.184.216.34": false, "::ffff:10.9.8.1": false, "8.8.8.8": true,
+	} {
+		if got := p.permits(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("permits(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
 func TestNativeOptionsCrossAPipe(t *testing.T) {
 	in := NativeOptions{Vetoed: true, Deny: []netip.Prefix{netip.MustParsePrefix("8.8.8.0/24")}, Allow: []netip.Prefix{netip.MustParsePrefix("fd00::/8")},
+		DenyAlways:       []netip.Prefix{netip.MustParsePrefix("1.2.3.0/24")},
 		MaxResponseBytes: 5, MaxRedirects: -1, RequestTimeout: time.Second}
 	b, err := json.Marshal(in)
 	if err != nil {

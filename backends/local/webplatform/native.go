@@ -31,6 +31,9 @@ type NativeOptions struct {
 	// every address the client dials, after DNS resolution, on every
 	// redirect hop.
 	Deny []netip.Prefix `json:"deny,omitempty"`
+	// DenyAlways are ranges refused even where Allow would carve them out
+	// (a tenant's own deny list on top of the operator's settings).
+	DenyAlways []netip.Prefix `json:"denyAlways,omitempty"`
 	// Allow carves ranges out of the deny list (an internal API the
 	// operator wants programs to reach, or a test server on loopback).
 	Allow []netip.Prefix `json:"allow,omitempty"`
@@ -105,17 +108,22 @@ func DefaultDeny() []netip.Prefix {
 
 // addressPolicy decides whether one dialed address may be reached.
 type addressPolicy struct {
-	deny, allow []netip.Prefix
+	always, deny, allow []netip.Prefix
 }
 
 func newAddressPolicy(o NativeOptions) *addressPolicy {
-	return &addressPolicy{deny: append(DefaultDeny(), o.Deny...), allow: o.Allow}
+	return &addressPolicy{always: o.DenyAlways, deny: append(DefaultDeny(), o.Deny...), allow: o.Allow}
 }
 
 func (p *addressPolicy) permits(a netip.Addr) bool {
 	// netip.Prefix.Contains never matches a zoned address, so the zone
 	// (fe80::1%eth0, reachable through a redirect's Location) goes first.
 	a = a.WithZone("").Unmap()
+	for _, pr := range p.always {
+		if pr.Contains(a) {
+			return false
+		}
+	}
 	for _, pr := range p.allow {
 		if pr.Contains(a) {
 			return true
