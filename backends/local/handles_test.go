@@ -522,14 +522,7 @@ func TestHandlesCloseLeavesNoGoroutines(t *testing.T) {
 	c := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
 	invokeBody(t, e, c, "/")
 	e.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitGoroutinesBack(t, before)
 }
 
 // An invocation that exhausts the memory limit rejects with the memory text

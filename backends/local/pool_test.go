@@ -503,14 +503,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		e.Execute(context.Background(), &protocol.ExecuteRequest{Code: code, Dispatch: dispatch, Timeout: protocol.TimeoutOf(200)})
 	}
 	e.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitGoroutinesBack(t, before)
 }
 
 // A worker that dies while idle is noticed and replaced; the next
@@ -590,5 +583,19 @@ func TestConcurrentExecutionsKeepTheirOwnHost(t *testing.T) {
 	}
 	if s := e.Stats(); s.WorkersStarted > 2 {
 		t.Fatalf("healthy runs replaced workers: %+v", s)
+	}
+}
+
+// waitGoroutinesBack waits until the goroutine count is back to before,
+// failing with every stack when it is not within ten seconds.
+func waitGoroutinesBack(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
