@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"time"
 
@@ -173,9 +172,6 @@ func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// payloadText is the first sentence of PayloadTooLargeError's text.
-var payloadText = regexp.MustCompile(`^The (run's answer|tool call|outbound request|handle answer) is \d+ bytes, past the \d+-byte bound`)
-
 // outcome classifies how an execution ended, for metrics and logs.
 func outcome(res *protocol.ExecuteResult, err error) string {
 	if err != nil {
@@ -191,7 +187,7 @@ func outcome(res *protocol.ExecuteResult, err error) string {
 		return "timeout"
 	case protocol.MatchesMemoryLimit(res.Error):
 		return "memory"
-	case payloadText.MatchString(res.Error):
+	case protocol.MatchesPayloadTooLarge(res.Error):
 		return "payload"
 	default:
 		return "user_error"

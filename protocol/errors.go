@@ -255,6 +255,15 @@ func (e *PayloadTooLargeError) Error() string {
 		strconv.Itoa(e.Limit) + "-byte bound on one part a run sends. " + e.Part.advice()
 }
 
+var payloadSentence = regexp.MustCompile(`^The (` + regexp.QuoteMeta(string(PartRunAnswer)) + `|` +
+	regexp.QuoteMeta(string(PartToolCall)) + `|` + regexp.QuoteMeta(string(PartOutboundRequest)) + `|` +
+	regexp.QuoteMeta(string(PartHandleAnswer)) + `) is (0|[1-9][0-9]*) bytes, past the (0|[1-9][0-9]*)-byte bound on one part a run sends\.(\s|$)`)
+
+// MatchesPayloadTooLarge reports whether text opens with the whole first
+// sentence of PayloadTooLargeError's text for one of the four parts, as
+// MatchesExecutionTimeout does for the timeout text.
+func MatchesPayloadTooLarge(text string) bool { return payloadSentence.MatchString(text) }
+
 // CompressionAbsentError: CompressionStream or DecompressionStream was
 // constructed. The sandbox raises it as a NotSupportedError DOMException.
 //

@@ -292,3 +292,20 @@ func TestMatchesMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestMatchesPayloadTooLarge(t *testing.T) {
+	for text, want := range map[string]bool{
+		NewPayloadTooLargeError(PartRunAnswer, 200000, PayloadLimit).Error():       true,
+		NewPayloadTooLargeError(PartToolCall, 2, 1).Error():                        true,
+		NewPayloadTooLargeError(PartOutboundRequest, 2, 1).Error():                 true,
+		NewPayloadTooLargeError(PartHandleAnswer, 2, 1).Error():                    true,
+		"The tool call is 2 bytes, past the 1-byte bound on one part a run sends.": true,
+		"The tool call is 2 bytes, past the 1-byte bound":                          false,
+		"The cake is 2 bytes, past the 1-byte bound on one part a run sends.":      false,
+		NewMemoryLimitError(128).Error():                                           false,
+	} {
+		if got := MatchesPayloadTooLarge(text); got != want {
+			t.Errorf("MatchesPayloadTooLarge(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
