@@ -135,9 +135,16 @@ func BenchmarkPoolTrivial(b *testing.B) {
 	b.Run("pool", func(b *testing.B) {
 		benchPool(b, &protocol.ExecuteRequest{Code: "async () => 1"}, "1")
 	})
+	b.Run("pool-serial", func(b *testing.B) {
+		benchPoolAt(b, 1, &protocol.ExecuteRequest{Code: "async () => 1"}, "1")
+	})
+	trivial := sandbox.Job{Code: "async () => 1", TimeoutMs: protocol.DefaultTimeout,
+		MemoryLimitMB: protocol.DefaultMemoryLimitMB, OutboundMode: protocol.OutboundNative}
 	b.Run("in-process", func(b *testing.B) {
-		benchInProcess(b, sandbox.Job{Code: "async () => 1", TimeoutMs: protocol.DefaultTimeout,
-			MemoryLimitMB: protocol.DefaultMemoryLimitMB, OutboundMode: protocol.OutboundNative}, "1")
+		benchInProcess(b, trivial, "1")
+	})
+	b.Run("in-process-serial", func(b *testing.B) {
+		benchInProcessAt(b, 1, trivial, "1")
 	})
 }
 

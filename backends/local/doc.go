@@ -34,7 +34,8 @@
 //   - memory: a heap watchdog inside the worker cancels the run with the
 //     memory text; RLIMIT_AS refuses one huge allocation (the runtime dies
 //     with "out of memory"); debug.SetMemoryLimit keeps RSS near the live
-//     heap; the parent polls RSS and kills past the limit. Each reports
+//     heap (below it the worker collects at GOGC=400 unless its environment
+//     sets GOGC); the parent polls RSS and kills past the limit. Each reports
 //     MemoryLimitError's text.
 //   - queue: at most Options.QueueBound executions wait for a worker; the
 //     next one fails at once with QUEUE_OVERFLOW.

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"io"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -28,6 +29,12 @@ func startWorker(t *testing.T, run runFunc) *workerPipe {
 		inR.Close()
 		w.exit <- code
 	}()
+	// The worker sets this process's GC percent and memory limit; put
+	// them back for the tests that follow.
+	gcPercent := debug.SetGCPercent(100)
+	debug.SetGCPercent(gcPercent)
+	memLimit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(gcPercent); debug.SetMemoryLimit(memLimit) })
 	// No address-space limit: this is the test process itself.
 	w.send(t, &message{Kind: kindInit, Init: &initMessage{MemoryLimitMB: 1024}})
 	if m := w.recv(t); m.Kind != kindReady || m.Ready == nil {
@@ -91,6 +98,45 @@ func TestWorkerRoutesAnswersByID(t *testing.T) {
 	if next := w.recv(t); next.ID <= call.ID {
 		t.Fatalf("call ids did not grow: %d then %d", call.ID, next.ID)
 	}
+}
+
+// The real sandbox (run nil): every job runs in a runtime the worker
+// prepared before the job came, and none of them sees what an earlier job
+// left on its globals.
+func TestWorkerRunsEachJobInAFreshPreparedRuntime(t *testing.T) {
+	w := startWorker(t, nil)
+	for i := range 3 {
+		w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{
+			Code:      "async () => { const seen = typeof mark; globalThis.mark = 1; return seen }",
+			TimeoutMs: 5000, MemoryLimitMB: 64, OutboundMode: protocol.OutboundDisabled,
+		}})
+		if res := w.recv(t); res.Kind != kindResult || res.Result.HasError || res.Result.ResultJSON != `"undefined"` {
+			t.Fatalf("job %d: %+v", i, res.Result)
+		}
+	}
+}
+
+// A worker raises its GC percent (see workerGCPercent) unless GOGC is set
+// in its environment, which it then leaves to the Go runtime.
+func TestWorkerGCPercent(t *testing.T) {
+	t.Setenv("GOGC", "")
+	startWorker(t, echoDispatch)
+	if got := currentGCPercent(); got != workerGCPercent {
+		t.Fatalf("GC percent %d, want %d", got, workerGCPercent)
+	}
+
+	debug.SetGCPercent(170)
+	t.Setenv("GOGC", "170")
+	startWorker(t, echoDispatch)
+	if got := currentGCPercent(); got != 170 {
+		t.Fatalf("GC percent %d with GOGC set, want it left at 170", got)
+	}
+}
+
+func currentGCPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
 }
 
 func TestWorkerHostErrorCrossesAsError(t *testing.T) {

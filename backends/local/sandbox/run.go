@@ -108,7 +108,26 @@ type session struct {
 	logsFull bool
 }
 
-func run(parent context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained) {
+// prepare builds a fresh runtime with the whole sandbox scope installed:
+// the part of a run that depends on nothing of the job, so that a worker can
+// do it while it waits for one. A failure to install is kept and reported
+// by the run that uses the session.
+func prepare() *session {
+	s := &session{
+		tasks:     make(chan func(), 16),
+		done:      make(chan struct{}),
+		instances: map[string]*goja.Object{},
+	}
+	s.result.Logs = []protocol.LogLine{}
+	s.vm = goja.New()
+	s.vm.SetParserOptions(parser.WithDisableSourceMaps)
+	s.vm.SetMaxCallStackSize(MaxCallStackSize)
+	s.install()
+	return s
+}
+
+// run executes job in the prepared session s, which it uses up.
+func (s *session) run(parent context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained) {
 	fail := func(text string) (*protocol.ExecuteResult, *Retained) {
 		return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}, nil
 	}
@@ -147,20 +166,11 @@ func run(parent context.Context, job Job, host Host) (*protocol.ExecuteResult, *
 	}
 
 	ctx, cancel := context.WithCancel(parent)
-	s := &session{
-		ctx:       ctx,
-		job:       job,
-		host:      host,
-		tasks:     make(chan func(), 16),
-		done:      make(chan struct{}),
-		modules:   modules,
-		declared:  names,
-		instances: map[string]*goja.Object{},
-	}
-	s.result.Logs = []protocol.LogLine{}
-	s.vm = goja.New()
-	s.vm.SetParserOptions(parser.WithDisableSourceMaps)
-	s.vm.SetMaxCallStackSize(MaxCallStackSize)
+	s.ctx = ctx
+	s.job = job
+	s.host = host
+	s.modules = modules
+	s.declared = names
 
 	s.clock = newRunClock(time.Duration(s.bound())*time.Millisecond, job.CountHostWaits, func() {
 		s.vm.Interrupt(interruptTimeout{})
@@ -179,10 +189,11 @@ func run(parent context.Context, job Job, host Host) (*protocol.ExecuteResult, *
 		}
 	}()
 
-	s.clock.resume()
-	if !s.install() {
+	if s.stopped { // the scope did not install
 		return s.finish(), nil
 	}
+	s.configureWebPlatform()
+	s.clock.resume()
 	wrapper, err := s.vm.RunProgram(entry.program)
 	if err != nil {
 		s.stop(err)
@@ -266,7 +277,7 @@ func (s *session) install() bool {
 	s.jsonParse, _ = goja.AssertFunction(obj.Get("jsonParse"))
 	s.bytesOf, _ = goja.AssertFunction(obj.Get("bytesOf"))
 	s.require = s.function("require", s.requireModule)
-	if err := s.installWebPlatform(); err != nil {
+	if err := s.prepareWebPlatform(); err != nil {
 		s.stop(err)
 		return false
 	}

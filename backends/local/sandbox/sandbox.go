@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -53,20 +54,8 @@ type Host interface {
 // reported as InternalErrorText. It returns when the entry settles, the
 // bound passes or ctx ends, without waiting for host calls still open; their
 // context is cancelled and their answers are dropped.
-func Run(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult) {
-	defer func() {
-		if r := recover(); r != nil {
-			res = &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}
-		}
-	}()
-	res, kept := run(ctx, job, host)
-	if kept != nil {
-		// Run never retains: a caller that asked for handles uses
-		// RunRetained.
-		kept.Close()
-		res = &protocol.ExecuteResult{Logs: res.Logs}
-	}
-	return res
+func Run(ctx context.Context, job Job, host Host) *protocol.ExecuteResult {
+	return Prepare().Run(ctx, job, host)
 }
 
 // RunRetained is Run for a job that may retain its session. When
@@ -78,7 +67,64 @@ func Run(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult) 
 // Run would. ctx must stay alive for as long as the session does; its
 // cancellation (a memory watchdog's, with the memory text as its cause)
 // ends the session.
-func RunRetained(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult, kept *Retained) {
+func RunRetained(ctx context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained) {
+	return Prepare().RunRetained(ctx, job, host)
+}
+
+// Prepared is a fresh runtime with the sandbox's whole scope installed (the
+// console, timers, the codec, the web platform), waiting for the one job it
+// will run. Building it is most of a small run's cost and needs nothing of
+// the job, so a worker prepares the next runtime while it is idle. A
+// Prepared serves exactly one Run or RunRetained; it holds no goroutine or
+// timer, so one that is never used is simply dropped.
+type Prepared struct {
+	s    *session
+	used atomic.Bool
+}
+
+// Prepare builds a Prepared. It never panics: a failure is kept and
+// reported, as InternalErrorText, by the run that uses it.
+func Prepare() (p *Prepared) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = &Prepared{}
+		}
+	}()
+	return &Prepared{s: prepare()}
+}
+
+// take hands out the session once; nil after that, or when it failed to
+// build, and the run then reports InternalErrorText.
+func (p *Prepared) take() *session {
+	if p.used.Swap(true) {
+		return nil
+	}
+	return p.s
+}
+
+// Run is the package's Run in this runtime, which it uses up.
+func (p *Prepared) Run(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}
+		}
+	}()
+	s := p.take()
+	if s == nil {
+		return &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}
+	}
+	res, kept := s.run(ctx, job, host)
+	if kept != nil {
+		// Run never retains: a caller that asked for handles uses
+		// RunRetained.
+		kept.Close()
+		res = &protocol.ExecuteResult{Logs: res.Logs}
+	}
+	return res
+}
+
+// RunRetained is the package's RunRetained in this runtime, which it uses up.
+func (p *Prepared) RunRetained(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult, kept *Retained) {
 	defer func() {
 		if r := recover(); r != nil {
 			if kept != nil {
@@ -87,5 +133,9 @@ func RunRetained(ctx context.Context, job Job, host Host) (res *protocol.Execute
 			res, kept = &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}, nil
 		}
 	}()
-	return run(ctx, job, host)
+	s := p.take()
+	if s == nil {
+		return &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}, nil
+	}
+	return s.run(ctx, job, host)
 }

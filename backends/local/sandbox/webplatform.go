@@ -26,14 +26,19 @@ func (s *session) HostWait() func() {
 	return func() { s.open-- }
 }
 
-// installWebPlatform installs fetch and the rest of the web platform, with
-// the outbound setting of the job.
-func (s *session) installWebPlatform() error {
+// prepareWebPlatform installs fetch and the rest of the web platform, with
+// fetch left unconfigured until the job is known.
+func (s *session) prepareWebPlatform() error {
+	pl, err := webplatform.Prepare(s.vm, s)
+	s.platform = pl
+	return err
+}
+
+// configureWebPlatform gives fetch the job's outbound setting.
+func (s *session) configureWebPlatform() {
 	cfg := webplatform.Config{Mode: s.job.OutboundMode, Native: s.job.Native}
 	if s.host != nil {
 		cfg.Stub = s.host.Outbound
 	}
-	pl, err := webplatform.Install(s.vm, s, cfg)
-	s.platform = pl
-	return err
+	s.platform.Configure(cfg)
 }

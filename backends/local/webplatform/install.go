@@ -96,11 +96,20 @@ func (pl *Platform) Requests() int { return pl.p.sent }
 // the runtime's timers are installed (AbortSignal.timeout uses the
 // setTimeout it finds then) and before guest code runs.
 func Install(vm *goja.Runtime, loop Loop, cfg Config) (*Platform, error) {
-	p := &platform{vm: vm, loop: loop, cfg: cfg}
-	if cfg.Mode == protocol.OutboundNative && !cfg.Native.Vetoed {
-		p.native = newNativeClient(cfg.Native)
-		context.AfterFunc(loop.Context(), p.native.close)
+	pl, err := Prepare(vm, loop)
+	if err != nil {
+		return nil, err
 	}
+	pl.Configure(cfg)
+	return pl, nil
+}
+
+// Prepare is the first half of Install: it defines the globals but leaves
+// fetch unconfigured (it behaves as disabled) until Configure. It needs
+// nothing of the run, so a worker can build a runtime ahead of the job that
+// will use it; loop.Context is not called before Configure.
+func Prepare(vm *goja.Runtime, loop Loop) (*Platform, error) {
+	p := &platform{vm: vm, loop: loop}
 	host := vm.NewObject()
 	if err := host.Set("native", p.dispatcher()); err != nil {
 		return nil, err
@@ -139,6 +148,18 @@ func Install(vm *goja.Runtime, loop Loop, cfg Config) (*Platform, error) {
 	pl.makeRequest, _ = goja.AssertFunction(obj.Get("makeRequest"))
 	pl.serializeResponse, _ = goja.AssertFunction(obj.Get("serializeResponse"))
 	return pl, nil
+}
+
+// Configure gives a prepared platform the run's outbound setting. Call it
+// once, on the loop goroutine, before guest code runs and once
+// loop.Context is the run's: the native client closes with it.
+func (pl *Platform) Configure(cfg Config) {
+	p := pl.p
+	p.cfg = cfg
+	if cfg.Mode == protocol.OutboundNative && !cfg.Native.Vetoed {
+		p.native = newNativeClient(cfg.Native)
+		context.AfterFunc(p.loop.Context(), p.native.close)
+	}
 }
 
 // SharedArrayBufferAbsentText is what constructing SharedArrayBuffer
