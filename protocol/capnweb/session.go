@@ -225,13 +225,25 @@ func (s *Session) Stats() Stats {
 	return Stats{Imports: len(s.imports), Exports: len(s.exports)}
 }
 
-// turn is a served call's hold on its target's delivery queue.
+// turn is a served call's hold on its target's delivery queue. The
+// queue's goroutine runs the handler itself (a goroutine per call would
+// cost a thread wake-up per call); if the handler gives up its turn before
+// it returns (Detach, or awaiting a promise), the rest of the queue moves
+// to a new goroutine and this one ends with the handler.
 type turn struct {
-	once sync.Once
-	ch   chan struct{}
+	once    sync.Once
+	handOff func()
+	kept    bool // the handler returned still holding its turn
 }
 
-func (t *turn) release() { t.once.Do(func() { close(t.ch) }) }
+func (t *turn) release() { t.once.Do(t.handOff) }
+
+// end is called when the handler returned: it reports whether the calling
+// goroutine still runs the queue.
+func (t *turn) end() bool {
+	t.once.Do(func() { t.kept = true })
+	return t.kept
+}
 
 type turnKey struct{}
 
@@ -953,21 +965,24 @@ func (s *Session) runQueue(ex *export) {
 		ex.queue[0] = nil
 		ex.queue = ex.queue[1:]
 		s.mu.Unlock()
-		s.runDelivery(ex, d)
+		if !s.runDelivery(ex, d) {
+			return
+		}
 	}
 }
 
 // runDelivery performs one queued call: it waits for the target and the
-// arguments, starts the handler and returns once the handler has returned
-// or given up its turn.
-func (s *Session) runDelivery(ex *export, d *delivery) {
+// arguments and runs the handler on this goroutine. It reports whether this
+// goroutine still runs the queue: false when the handler gave up its turn
+// and a new goroutine took the queue over.
+func (s *Session) runDelivery(ex *export, d *delivery) bool {
 	ctx := s.ctx
 	target := ex.value
 	if ex.prom != nil {
 		v, err := ex.prom.wait(ctx)
 		if err != nil {
 			d.result.settle(nil, err)
-			return
+			return true
 		}
 		target = v
 	}
@@ -982,12 +997,12 @@ func (s *Session) runDelivery(ex *export, d *delivery) {
 			}
 			s.perform(ctx, target, d, args.([]any), nil)
 		}()
-		return
+		return true
 	}
 	args, err := fill(ctx, d.args)
 	if err != nil {
 		d.result.settle(nil, err)
-		return
+		return true
 	}
 	var argList []any
 	if a, ok := args.([]any); ok {
@@ -999,22 +1014,20 @@ func (s *Session) runDelivery(ex *export, d *delivery) {
 				v, err := walkPath(ctx, target, d.path)
 				d.result.settle(v, err)
 			}()
-			return
+			return true
 		}
 		v, err := walkPath(ctx, target, d.path)
 		d.result.settle(v, err)
-		return
+		return true
 	}
-	t := &turn{ch: make(chan struct{})}
-	go s.perform(ctx, target, d, argList, t)
-	select {
-	case <-t.ch:
-	case <-ctx.Done():
-	}
+	t := &turn{handOff: func() { go s.runQueue(ex) }}
+	s.perform(ctx, target, d, argList, t)
+	return t.end()
 }
 
 // perform runs one delivery's call and settles its result. t, when not
-// nil, is the target's turn, given up when the call returns or awaits.
+// nil, is the target's turn, which the handler may give up before it
+// returns (Detach, or awaiting a promise).
 func (s *Session) perform(ctx context.Context, target any, d *delivery, args []any, t *turn) {
 	var v any
 	var err error
@@ -1022,12 +1035,9 @@ func (s *Session) perform(ctx context.Context, target any, d *delivery, args []a
 		if r := recover(); r != nil {
 			v, err = nil, &Error{Name: "Error", Message: fmt.Sprintf("internal error: handler panicked: %v", r)}
 		}
-		// Settle before giving up the turn, so that the next call on this
-		// target already sees this result if it uses it.
+		// Settled before the queue moves on (runDelivery returns), so
+		// that the next call on this target already sees this result.
 		d.result.settle(v, err)
-		if t != nil {
-			t.release()
-		}
 	}()
 	if !d.call {
 		v, err = walkPath(ctx, target, d.path)
