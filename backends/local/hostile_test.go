@@ -257,6 +257,27 @@ func TestHostilePrograms(t *testing.T) {
 	}
 }
 
+// Under a memory limit larger than the Go stack the worker allows, deeply
+// nested source built at run time still ends in the memory text: the
+// parser's recursion hits the stack cap the worker set (workerMaxStackMB,
+// see TestWorkerGCPercent), and the parent reads the runtime's words for
+// it as a memory death, not as WORKER_CRASHED.
+func TestDeepSourceUnderALargeMemoryLimit(t *testing.T) {
+	const limitMB = 2048
+	e := newPool(t, Options{PoolSize: 1, MemoryLimitMB: limitMB})
+	memText := protocol.NewMemoryLimitError(limitMB).Error()
+	for _, code := range []string{
+		"async () => eval('('.repeat(400000) + '1' + ')'.repeat(400000))",
+		"async () => new Function('return ' + '['.repeat(400000) + ']'.repeat(400000))()",
+	} {
+		res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: code})
+		if err != nil || res.Error != memText {
+			t.Fatalf("%s: %+v, %v", code, res, err)
+		}
+		expectOne(t, e)
+	}
+}
+
 // The RE2-compatible pattern of the classic example runs in linear time in
 // goja (Go's regexp), so it simply answers, well inside its bound.
 func TestLinearRegexAnswers(t *testing.T) {

@@ -205,7 +205,8 @@ func (p *process) describeExit() string {
 }
 
 // ranOutOfMemory reports whether the worker's runtime died of an
-// allocation the address-space limit refused. The guest cannot write to
+// allocation the address-space limit refused, or of a stack grown past the
+// cap the worker set from the memory limit. The guest cannot write to
 // stderr, so these lines come from the Go runtime alone.
 func (p *process) ranOutOfMemory() bool { return p.stderr.sawOOM.Load() }
 
@@ -224,8 +225,10 @@ const (
 	stderrLineBytes = 512
 )
 
-// oomMarkers are the Go runtime's words when an allocation fails.
+// oomMarkers are the Go runtime's words when an allocation fails, or a
+// goroutine's stack passes the cap the worker set at its memory limit.
 var oomMarkers = [][]byte{
+	[]byte("goroutine stack exceeds"),
 	[]byte("out of memory"),
 	[]byte("cannot allocate memory"),
 	[]byte("failed to reserve page summary memory"),

@@ -167,6 +167,11 @@ func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
 // run's limit, whatever this percentage.
 const workerGCPercent = 400
 
+// workerMaxStackMB caps a worker goroutine's stack even under a larger
+// memory limit. goja runs guest calls on its own stack, so only runaway Go
+// recursion comes near it: legitimate runs use a few MB.
+const workerMaxStackMB = 256
+
 // applyLimits sets the memory layers that live inside the worker: a GC
 // target near the limit (keeps RSS close to the live heap, so the parent's
 // RSS poll measures what the run holds) and RLIMIT_AS at the current
@@ -182,6 +187,13 @@ func (s *workerServer) applyLimits(init initMessage) readyMessage {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(workerGCPercent)
 	}
+	// Go code recursing without end (goja's parser on deeply nested source
+	// built at run time and handed to eval or Function, JSON.parse of
+	// deeply nested text) grows its goroutine's stack until the runtime
+	// dies of it. Cap that stack at the run's memory, so that it dies
+	// before using more than the limit and the parent reports the memory
+	// text, whatever the limit.
+	debug.SetMaxStack(int(min(limit, workerMaxStackMB<<20)))
 	ready := readyMessage{PID: os.Getpid()}
 	if init.AddressSpaceMB > 0 {
 		ready.RlimitAS = setAddressLimit(limit + uint64(init.AddressSpaceMB)<<20)

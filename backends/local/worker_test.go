@@ -34,7 +34,13 @@ func startWorker(t *testing.T, run runFunc) *workerPipe {
 	gcPercent := debug.SetGCPercent(100)
 	debug.SetGCPercent(gcPercent)
 	memLimit := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetGCPercent(gcPercent); debug.SetMemoryLimit(memLimit) })
+	maxStack := debug.SetMaxStack(1 << 30)
+	debug.SetMaxStack(maxStack)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gcPercent)
+		debug.SetMemoryLimit(memLimit)
+		debug.SetMaxStack(maxStack)
+	})
 	// No address-space limit: this is the test process itself.
 	w.send(t, &message{Kind: kindInit, Init: &initMessage{MemoryLimitMB: 1024}})
 	if m := w.recv(t); m.Kind != kindReady || m.Ready == nil {
@@ -117,12 +123,17 @@ func TestWorkerRunsEachJobInAFreshPreparedRuntime(t *testing.T) {
 }
 
 // A worker raises its GC percent (see workerGCPercent) unless GOGC is set
-// in its environment, which it then leaves to the Go runtime.
+// in its environment, which it then leaves to the Go runtime, and caps a
+// goroutine's stack at the smaller of its memory limit and
+// workerMaxStackMB.
 func TestWorkerGCPercent(t *testing.T) {
 	t.Setenv("GOGC", "")
 	startWorker(t, echoDispatch)
 	if got := currentGCPercent(); got != workerGCPercent {
 		t.Fatalf("GC percent %d, want %d", got, workerGCPercent)
+	}
+	if got := debug.SetMaxStack(1 << 30); got != workerMaxStackMB<<20 {
+		t.Fatalf("max stack %d, want %d", got, workerMaxStackMB<<20)
 	}
 
 	debug.SetGCPercent(170)
