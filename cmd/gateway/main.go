@@ -42,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "run":
+		return runProgram(args[1:], os.Stdin, stdout, stderr)
 	case "reload":
 		return reload(args[1:], stdout, stderr)
 	case "check-config":
@@ -67,6 +69,9 @@ commands:
   serve --executor-server [flags]
              serve the executor contract's ExecutorApi on a WebSocket,
              running programs on the embedded local backend
+  run [flags] FILE
+             run one program on the embedded local backend and print its
+             result (FILE "-" reads standard input; run -h for the flags)
   check-config --config FILE
              validate a configuration file and report every problem
   reload [--admin URL]

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/protocol"
 )
 
 func TestMain(m *testing.M) {
@@ -72,5 +74,69 @@ func TestServeRefusesAnOpenExecutorServerWithoutAKey(t *testing.T) {
 	code, _, errOut := runCmd("serve", "--executor-server", "--listen", "0.0.0.0:0")
 	if code != 2 || !strings.Contains(errOut, "not a loopback address") {
 		t.Fatalf("an unauthenticated public executor server: %d %q", code, errOut)
+	}
+}
+
+func runProgramCmd(stdin string, args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := runProgram(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// gateway run: one program through a real worker process, the result on
+// stdout, console and error on stderr, the exit status from the envelope.
+func TestRunProgram(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	prog := write("p.js", `async () => { console.log("hi", 1); console.warn("careful"); return {a: [1, 2]} }`)
+	if code, out, errOut := runProgramCmd("", prog); code != 0 || out != "{\"a\":[1,2]}\n" || errOut != "[log] hi 1\n[warn] careful\n" {
+		t.Fatalf("file: %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut := runProgramCmd(`async () => { throw new Error("nope") }`, "-"); code != 1 || out != "" || errOut != "error: nope\n" {
+		t.Fatalf("a thrown error: %d %q %q", code, out, errOut)
+	}
+
+	tools := write("tools.json", `{"weather": {"get": {"temp": 21}}}`)
+	mod := write("m.js", `export const twice = (x) => x * 2`)
+	text := write("greeting.txt", `hello`)
+	code, out, errOut := runProgramCmd("import { twice } from \"m\"\nimport greeting from \"greeting\"\nasync () => [twice((await weather.get({city: \"Oslo\"})).temp), greeting, await weather.put(1).catch(e => e.message)]",
+		"--tools", tools, "--module", "m="+mod, "--module", "greeting="+text, "-")
+	if code != 0 || out != `[42,"hello","Tool \"put\" not found"]`+"\n" || !strings.Contains(errOut, `[tool] weather.get({"city":"Oslo"})`) {
+		t.Fatalf("tools and modules: %d %q %q", code, out, errOut)
+	}
+
+	code, out, _ = runProgramCmd(`async () => (await fetch("https://example.com")).status`, "--outbound", "disabled", "--json", "-")
+	var env struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &env); code != 1 || err != nil || env.Error != protocol.NewOutboundDisabledError().Error() {
+		t.Fatalf("--outbound disabled --json: %d %q %v", code, out, err)
+	}
+	code, _, _ = runProgramCmd(`async () => { while (true) {} }`, "--timeout-ms", "200", "-")
+	if code != 1 {
+		t.Fatalf("--timeout-ms: exit %d", code)
+	}
+
+	for _, bad := range [][]string{
+		{},
+		{"-", "extra"},
+		{"--outbound", "stub", "-"},
+		{"--module", "nopath", "-"},
+		{"--module", "m=" + filepath.Join(dir, "missing.js"), "-"},
+		{"--tools", prog, "-"},
+		{filepath.Join(dir, "missing.js")},
+	} {
+		if code, _, errOut := runProgramCmd("async () => 1", bad...); code != 2 || errOut == "" {
+			t.Errorf("%q: exit %d, %q", bad, code, errOut)
+		}
+	}
+	if code, _, errOut := runProgramCmd("  \n", "-"); code != 2 || !strings.Contains(errOut, "the program is empty") {
+		t.Errorf("empty program: %d %q", code, errOut)
 	}
 }
