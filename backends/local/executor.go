@@ -79,7 +79,10 @@ type Options struct {
 	// WorkerCommand is the program and arguments a worker runs. It must
 	// call RunWorkerIfRequested first thing. Default: this executable.
 	WorkerCommand []string
-	// WorkerEnv is added to the environment a worker inherits.
+	// WorkerEnv is added to a worker's environment ("NAME=value"). A
+	// worker inherits nothing else of the gateway's environment but TZ,
+	// ZONEINFO, SSL_CERT_FILE, SSL_CERT_DIR, GODEBUG and GOMAXPROCS, so
+	// that no secret there reaches the process that runs guest code.
 	WorkerEnv []string
 	// KillGrace: past a run's deadline, or past a cancellation, the parent
 	// waits this long for the worker before killing it. Default:

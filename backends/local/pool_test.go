@@ -599,3 +599,16 @@ func waitGoroutinesBack(t *testing.T, before int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A worker gets none of the gateway's environment but the few variables
+// that shape Go code there (workerEnvPassed) and Options.WorkerEnv: a
+// secret in the gateway's environment never reaches guest code's process.
+func TestWorkerEnvironmentKeepsTheGatewaysSecrets(t *testing.T) {
+	t.Setenv("CODEMODE_TEST_SECRET", "s3cret")
+	t.Setenv("TZ", "Europe/Oslo")
+	e := newScripted(t, Options{PoolSize: 1, WorkerEnv: []string{"CODEMODE_TEST_GIVEN=yes"}})
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "env CODEMODE_TEST_SECRET\nenv TZ\nenv CODEMODE_TEST_GIVEN\nenv HOME"})
+	if err != nil || res.ResultJSON != `["unset","Europe/Oslo","yes","unset"]` {
+		t.Fatalf("%+v, %v", res, err)
+	}
+}

@@ -51,11 +51,30 @@ type process struct {
 	baseRSS uint64
 }
 
+// workerEnvPassed are the only variables of the gateway's environment a
+// worker inherits. The rest stays out: a gateway's environment carries
+// secrets (the executionId key, JWT keys, TLS settings), and guest code
+// runs in the worker. Each of these changes how Go code there behaves the
+// way the operator meant it to: the time zone of Date, the TLS roots of
+// native fetch, runtime settings.
+var workerEnvPassed = []string{"TZ", "ZONEINFO", "SSL_CERT_FILE", "SSL_CERT_DIR", "GODEBUG", "GOMAXPROCS"}
+
+// workerEnvironment is a worker's whole environment: the worker marker,
+// workerEnvPassed from the gateway's, then Options.WorkerEnv.
+func workerEnvironment(extra []string) []string {
+	env := []string{workerEnv + "=" + workerEnvValue, "GOTRACEBACK=single"}
+	for _, k := range workerEnvPassed {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...)
+}
+
 // spawn starts one worker and waits for its ready frame.
 func spawn(o *Options) (*process, error) {
 	cmd := exec.Command(o.WorkerCommand[0], o.WorkerCommand[1:]...)
-	cmd.Env = append(os.Environ(), workerEnv+"="+workerEnvValue, "GOTRACEBACK=single")
-	cmd.Env = append(cmd.Env, o.WorkerEnv...)
+	cmd.Env = workerEnvironment(o.WorkerEnv)
 	// Its own process group, so a kill reaches anything it started and no
 	// descendant keeps the pipes open after it.
 	cmd.SysProcAttr = processGroupAttr()

@@ -97,6 +97,12 @@ func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *proto
 		case "ctxwait":
 			<-ctx.Done()
 			return causeResult(ctx)
+		case "env": // the worker's environment variable f[1], "unset" when it has none
+			v, ok := os.LookupEnv(f[1])
+			if !ok {
+				v = "unset"
+			}
+			out = append(out, v)
 		case "print": // stdout must not corrupt the frame stream
 			fmt.Println("stray output on stdout")
 			out = append(out, "printed")
