@@ -294,11 +294,17 @@ func (s *Session) writeLoop() {
 		s.outq = nil
 		closing, code, reason := s.closing, s.closeCode, s.closeReason
 		s.mu.Unlock()
-		for _, m := range batch {
-			if werr != nil {
-				break
+		if werr == nil && len(batch) > 0 {
+			if bw, ok := s.t.(MessageBatchWriter); ok && len(batch) > 1 {
+				werr = bw.WriteMessages(s.writeCtx, batch)
+			} else {
+				for _, m := range batch {
+					if werr = s.t.WriteMessage(s.writeCtx, m); werr != nil {
+						break
+					}
+				}
 			}
-			if werr = s.t.WriteMessage(s.writeCtx, m); werr != nil {
+			if werr != nil {
 				s.shutdown(fmt.Errorf("write failed: %w", werr), nil, 1011, "write failed")
 			}
 		}

@@ -24,6 +24,9 @@ func NewWebSocketTransport(conn *websocket.Conn, readLimit int64) Transport {
 
 type wsTransport struct {
 	conn *websocket.Conn
+	// cork, when set, is the connection under conn (Accept): a batch of
+	// messages goes out in one write.
+	cork *corkConn
 	// buf is the last message's storage, reused for the next one: the
 	// session is done with a message before it reads another.
 	buf []byte
@@ -85,6 +88,29 @@ func (w *wsTransport) WriteMessage(ctx context.Context, msg []byte) error {
 	return w.conn.Write(ctx, websocket.MessageText, msg)
 }
 
+// WriteMessages writes msgs in order; on an accepted connection all but the
+// last are held back and go out with the last in one write.
+func (w *wsTransport) WriteMessages(ctx context.Context, msgs [][]byte) error {
+	if w.cork == nil || len(msgs) < 2 {
+		for _, m := range msgs {
+			if err := w.WriteMessage(ctx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w.cork.cork()
+	last := len(msgs) - 1
+	for _, m := range msgs[:last] {
+		if err := w.WriteMessage(ctx, m); err != nil {
+			w.cork.reset()
+			return err
+		}
+	}
+	w.cork.uncork()
+	return w.WriteMessage(ctx, msgs[last])
+}
+
 func (w *wsTransport) Close(code int, reason string) error {
 	return w.conn.Close(websocket.StatusCode(code), truncateReason(reason))
 }
@@ -103,9 +129,12 @@ func Dial(ctx context.Context, url string, main Target, opts Options) (*Session,
 // without a subprotocol) and starts a session serving main over it. The
 // handler may return at once or wait on the session's Done.
 func Accept(w http.ResponseWriter, r *http.Request, main Target, opts Options) (*Session, error) {
-	conn, err := websocket.Accept(w, r, opts.Accept)
+	cw := &corkingWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(cw, r, opts.Accept)
 	if err != nil {
 		return nil, err
 	}
-	return NewSession(NewWebSocketTransport(conn, opts.withDefaults().MaxMessageSize), main, opts), nil
+	t := NewWebSocketTransport(conn, opts.withDefaults().MaxMessageSize).(*wsTransport)
+	t.cork = cw.conn
+	return NewSession(t, main, opts), nil
 }

@@ -1,0 +1,125 @@
+package capnweb
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"sync"
+	"testing"
+)
+
+// countingConn records the Write calls that reach the network.
+type countingConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes [][]byte
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = append(c.writes, append([]byte(nil), p...))
+	return len(p), nil
+}
+
+func (c *countingConn) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.writes)
+}
+
+// Writes made while corked reach the network with the first write after
+// uncork, in one call and in order; uncorked writes go straight out.
+func TestCorkHoldsWritesUntilTheNextUncorkedOne(t *testing.T) {
+	under := &countingConn{}
+	c := &corkConn{Conn: under}
+	c.Write([]byte("a"))
+	c.cork()
+	c.Write([]byte("b"))
+	c.Write([]byte("c"))
+	if n := under.count(); n != 1 {
+		t.Fatalf("%d writes reached the network while corked, want 1", n)
+	}
+	c.uncork()
+	c.Write([]byte("d"))
+	c.Write([]byte("e"))
+	// net.Buffers may use writev or one Write per buffer on a non-TCP
+	// conn; what matters is the order and that nothing is held.
+	var all bytes.Buffer
+	for _, w := range under.writes {
+		all.Write(w)
+	}
+	if all.String() != "abcde" {
+		t.Fatalf("the network saw %q", all.String())
+	}
+	if len(c.held) != 0 {
+		t.Fatalf("%d bytes still held", len(c.held))
+	}
+}
+
+// A corked connection never holds more than corkMaxBytes, and reset drops
+// what it holds without sending it.
+func TestCorkBoundsAndReset(t *testing.T) {
+	under := &countingConn{}
+	c := &corkConn{Conn: under}
+	c.cork()
+	big := bytes.Repeat([]byte("x"), corkMaxBytes/2+1)
+	c.Write(big)
+	c.Write(big) // past the bound: both go out
+	if len(c.held) != 0 || under.count() == 0 {
+		t.Fatalf("held %d bytes past the bound", len(c.held))
+	}
+	c.Write([]byte("dropped"))
+	c.reset()
+	c.Write([]byte("after"))
+	if last := under.writes[len(under.writes)-1]; string(last) != "after" {
+		t.Fatalf("after reset the network saw %q", last)
+	}
+}
+
+// Through a real accepted WebSocket, answers that are queued together
+// reach the client intact and in order, in fewer network writes than
+// messages.
+func TestAcceptedConnectionWritesABatchTogether(t *testing.T) {
+	gate := make(chan struct{})
+	main := Methods{
+		"afterGate": func(ctx context.Context, args []any) (any, error) {
+			Detach(ctx) // let every call wait at once
+			<-gate
+			return args[0], nil
+		},
+	}
+	url, sessions := wsServer(t, main, Options{})
+	ctx := ctx10(t)
+	c, err := Dial(ctx, url, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := <-sessions
+
+	const n = 200
+	ps := make([]*Promise, n)
+	for i := range ps {
+		ps[i] = c.Main().Invoke("afterGate", i)
+		ps[i].Pull()
+	}
+	waitStats(t, srv, Stats{Imports: 1, Exports: n + 1})
+	cork := srv.t.(*wsTransport).cork
+	before := cork.writes.Load()
+	close(gate)
+	for i, p := range ps {
+		v, err := p.Await(ctx)
+		if err != nil || v != float64(i) {
+			t.Fatalf("call %d = %v, %v", i, v, err)
+		}
+	}
+	writes := cork.writes.Load() - before
+	t.Logf("%d answers in %d network writes", n, writes)
+	if writes >= n {
+		t.Fatalf("%d writes for %d answers: no batch was written together", writes, n)
+	}
+	if v, err := c.Main().Call(ctx, "afterGate", "again"); err != nil || v != "again" {
+		t.Fatalf("a call after the batches = %v, %v", v, err)
+	}
+}
