@@ -91,11 +91,7 @@ func TestAcceptedConnectionWritesABatchTogether(t *testing.T) {
 	}
 	url, sessions := wsServer(t, main, Options{})
 	ctx := ctx10(t)
-	c, err := Dial(ctx, url, nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := wsDial(t, ctx, url)
 	srv := <-sessions
 
 	const n = 200

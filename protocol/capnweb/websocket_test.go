@@ -41,15 +41,23 @@ func wsServer(t *testing.T, main Target, opts Options) (string, chan *Session) {
 	return "ws" + strings.TrimPrefix(srv.URL, "http"), sessions
 }
 
-func TestWebSocketGoToGo(t *testing.T) {
-	var kept sync.Map
-	url, sessions := wsServer(t, testMain(&kept), Options{})
-	ctx := ctx10(t)
+// wsDial dials url with a client session that serves nothing; the session
+// closes when the test ends.
+func wsDial(t *testing.T, ctx context.Context, url string) *Session {
+	t.Helper()
 	c, err := Dial(ctx, url, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestWebSocketGoToGo(t *testing.T) {
+	var kept sync.Map
+	url, sessions := wsServer(t, testMain(&kept), Options{})
+	ctx := ctx10(t)
+	c := wsDial(t, ctx, url)
 	srv := <-sessions
 	if v, err := c.Main().Call(ctx, "add", 1, 2); err != nil || v != 3.0 {
 		t.Fatalf("add = %v %v", v, err)
@@ -58,7 +66,7 @@ func TestWebSocketGoToGo(t *testing.T) {
 	if v, err := c.Main().Call(ctx, "callConcurrently", cb, 20); err != nil || v != 20.0+190 {
 		t.Fatalf("callConcurrently = %v %v", v, err)
 	}
-	_, err = c.Main().Call(ctx, "fail")
+	_, err := c.Main().Call(ctx, "fail")
 	var je *Error
 	if !errors.As(err, &je) || je.Code() != "E_BAD" {
 		t.Fatalf("fail = %v", err)
@@ -116,15 +124,11 @@ func TestWebSocketBinaryFrameAborts(t *testing.T) {
 func TestWebSocketReadLimit(t *testing.T) {
 	url, sessions := wsServer(t, echoMain(), Options{MaxMessageSize: 1024})
 	ctx := ctx10(t)
-	c, err := Dial(ctx, url, nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := wsDial(t, ctx, url)
 	if v, err := c.Main().Call(ctx, "echo", "small"); err != nil || v != "small" {
 		t.Fatalf("small = %v %v", v, err)
 	}
-	_, err = c.Main().Call(ctx, "echo", strings.Repeat("x", 4096))
+	_, err := c.Main().Call(ctx, "echo", strings.Repeat("x", 4096))
 	if protocol.CodeOf(err) != protocol.CodeConnectionBroken {
 		t.Fatalf("oversized call: %v", err)
 	}
@@ -173,11 +177,7 @@ func TestWebSocketMessagesOfManySizes(t *testing.T) {
 	echo := Methods{"echo": func(ctx context.Context, args []any) (any, error) { return args[0], nil }}
 	url, _ := wsServer(t, echo, Options{})
 	ctx := ctx10(t)
-	c, err := Dial(ctx, url, nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := wsDial(t, ctx, url)
 	for i, n := range []int{0, 10, wsReadStart - 40, wsReadStart, 3 * wsReadStart, wsReadKeepMax + 1000, 5, 2 * wsReadKeepMax, 1} {
 		// A different byte per message, so a stale buffer would show.
 		want := strings.Repeat(string(rune('a'+i)), n)
