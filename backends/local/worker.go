@@ -121,6 +121,9 @@ func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
 			if m.Job == nil || !s.startRun(*m.Job) {
 				return exitBadFrame
 			}
+			// Start the run on this thread before going back to the pipe
+			// (see the answers below).
+			runtime.Gosched()
 		case kindInvoke:
 			s.mu.Lock()
 			ch := s.invokes
@@ -218,32 +221,28 @@ func (s *workerServer) startRun(job sandbox.Job) bool {
 
 func (s *workerServer) runJob(ctx context.Context, cancel context.CancelCauseFunc, job sandbox.Job) {
 	host := &workerHost{s: s}
-	watchdogStop := make(chan struct{})
-	watchdogDone := make(chan bool, 1)
-	go func() { watchdogDone <- s.watchHeap(cancel, watchdogStop, memoryLimit(job.MemoryLimitMB, s.limitMB)) }()
+	watch := s.watchHeap(cancel, memoryLimit(job.MemoryLimitMB, s.limitMB))
 
 	if job.RetainHandles {
 		res, kept := s.runRetainedProtected(ctx, job, host)
 		if kept != nil {
 			s.serveRetained(ctx, kept, res)
-			close(watchdogStop)
-			<-watchdogDone
+			watch.stop()
 			host.finish()
 			// The parent retires a worker whose handles closed; s.cancel
 			// stays set, so no further job is accepted.
 			return
 		}
-		s.finishRun(res, host, cancel, watchdogStop, watchdogDone)
+		s.finishRun(res, host, cancel, watch)
 		return
 	}
 	res := s.runProtected(ctx, job, host)
-	s.finishRun(res, host, cancel, watchdogStop, watchdogDone)
+	s.finishRun(res, host, cancel, watch)
 }
 
 // finishRun stops the watchdog and sends the run's result.
-func (s *workerServer) finishRun(res *protocol.ExecuteResult, host *workerHost, cancel context.CancelCauseFunc, watchdogStop chan struct{}, watchdogDone chan bool) {
-	close(watchdogStop)
-	overLimit := <-watchdogDone
+func (s *workerServer) finishRun(res *protocol.ExecuteResult, host *workerHost, cancel context.CancelCauseFunc, watch *heapWatch) {
+	overLimit := watch.stop()
 	host.finish()
 	s.mu.Lock()
 	s.cancel = nil
@@ -343,30 +342,51 @@ func (s *workerServer) runProtected(ctx context.Context, job sandbox.Job, host s
 	return res
 }
 
-// watchHeap cancels the run with the memory text once the heap passes the
-// run's limit (limitMB: the job's, which may be below the worker's), confirmed
-// after a collection so garbage alone never trips it. It reports whether it
-// fired.
-func (s *workerServer) watchHeap(cancel context.CancelCauseFunc, stop <-chan struct{}, limitMB int) bool {
+// heapWatch is one run's heap watchdog: every heapPoll it reads the heap
+// and cancels the run with the memory text once the heap passes the run's
+// limit (limitMB: the job's, which may be below the worker's), confirmed
+// after a collection so garbage alone never trips it. It runs from a timer,
+// so a run shorter than heapPoll costs no goroutine and no wake-up.
+type heapWatch struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	fired   bool
+}
+
+func (s *workerServer) watchHeap(cancel context.CancelCauseFunc, limitMB int) *heapWatch {
 	limit := s.heapBase + uint64(limitMB)<<20
-	tk := time.NewTicker(heapPoll)
-	defer tk.Stop()
-	for {
-		select {
-		case <-stop:
-			return false
-		case <-tk.C:
-			if heapObjects() <= limit {
-				continue
-			}
+	w := &heapWatch{}
+	check := func() {
+		over := heapObjects() > limit
+		if over {
 			runtime.GC()
-			if heapObjects() <= limit {
-				continue
-			}
+			over = heapObjects() > limit
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch {
+		case w.stopped:
+		case over:
+			w.fired = true
 			cancel(protocol.NewMemoryLimitError(limitMB))
-			return true
+		default:
+			w.timer.Reset(heapPoll)
 		}
 	}
+	w.mu.Lock()
+	w.timer = time.AfterFunc(heapPoll, check)
+	w.mu.Unlock()
+	return w
+}
+
+// stop ends the watch and reports whether it cancelled the run.
+func (w *heapWatch) stop() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.timer.Stop()
+	return w.fired
 }
 
 func (s *workerServer) send(m *message) error {
