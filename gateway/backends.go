@@ -51,6 +51,7 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger) (*group,
 			MemoryLimitMB:      b.Local.MemoryMB,
 			DefaultTimeoutMs:   b.Local.DefaultTimeoutMs,
 			HandlesIdleTimeout: b.Local.HandlesIdleTimeout.Std(),
+			IsolateTenants:     b.Local.IsolateTenants,
 			Logger:             log.With("backend", b.Name),
 			Native:             nativeOptions(b.Local),
 		})

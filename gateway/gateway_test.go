@@ -736,3 +736,48 @@ func TestTenantNativeDenyBindsInsideTheBackendsAllowList(t *testing.T) {
 		t.Fatalf("the tenant's denied range was reached: %+v, %v", res, err)
 	}
 }
+
+// TestIsolateTenantsReachesTheLocalPool: with isolateTenants on the local
+// group, the gateway names each execution's tenant, so two tenants taking
+// turns on a one-worker pool never share its process: every switch starts
+// a fresh worker, while runs of one tenant reuse it.
+func TestIsolateTenantsReachesTheLocalPool(t *testing.T) {
+	e := start(t, func(y string) string {
+		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, isolateTenants: true}", 1)
+		return strings.Replace(y, "  - name: globex\n    backend: far", "  - name: globex\n    backend: local", 1)
+	})
+	started := func() string {
+		resp, err := http.Get(e.admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, `codemode_workers_started_total{backend="local"} `) {
+				return strings.Fields(line)[1]
+			}
+		}
+		return "absent"
+	}
+	run := func(tenant string) {
+		t.Helper()
+		ex := e.mustDial(t, "/v1/executor", tenant)
+		if res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"}); err != nil || res.ResultJSON != "1" {
+			t.Fatalf("%s: %+v, %v", tenant, res, err)
+		}
+	}
+	run("acme")
+	run("acme")
+	if got := started(); got != "1" {
+		t.Fatalf("workers started after two runs of one tenant: %s, want 1", got)
+	}
+	run("globex")
+	if got := started(); got != "2" {
+		t.Fatalf("workers started after a second tenant: %s, want 2", got)
+	}
+	run("acme")
+	if got := started(); got != "3" {
+		t.Fatalf("workers started after the first tenant again: %s, want 3", got)
+	}
+}

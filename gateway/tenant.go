@@ -107,6 +107,7 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 		}
 	}
 	r.Timeout = set.capTimeout(req.Timeout)
+	r.Tenant = t.name
 	if m := set.policy.MemoryMB; m > 0 && (r.MemoryLimitMB == 0 || m < r.MemoryLimitMB) {
 		r.MemoryLimitMB = m
 	}

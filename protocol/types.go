@@ -40,6 +40,10 @@ type ExecuteRequest struct {
 	// this request, on top of the executor's own deny list (a gateway
 	// applying a tenant's policy). Go-only, like MemoryLimitMB.
 	NativeDeny []netip.Prefix
+	// Tenant names the caller's tenant, for an executor that keeps
+	// tenants apart (a local pool with IsolateTenants runs no two tenants'
+	// executions in one worker process). Go-only, like MemoryLimitMB.
+	Tenant string
 	// HandlesClosed, when set, is called once, on its own goroutine, when
 	// a retained execution of this request moves to Closed, whatever closed
 	// it: CloseHandles, the idle bound, a run bound, a crash, Close. Go-only:

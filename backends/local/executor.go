@@ -84,6 +84,12 @@ type Options struct {
 	// ZONEINFO, SSL_CERT_FILE, SSL_CERT_DIR, GODEBUG and GOMAXPROCS, so
 	// that no secret there reaches the process that runs guest code.
 	WorkerEnv []string
+	// IsolateTenants keeps every worker process to one tenant
+	// (ExecuteRequest.Tenant): a worker that ran one tenant's execution
+	// never runs another's. A request for a tenant with no idle worker of
+	// its own takes a fresh one, or a worker of another tenant is replaced
+	// by a fresh process first, which costs a process start.
+	IsolateTenants bool
 	// KillGrace: past a run's deadline, or past a cancellation, the parent
 	// waits this long for the worker before killing it. Default:
 	// DefaultKillGrace.
@@ -238,7 +244,7 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 		}
 	}()
 
-	p, err := e.take(ctx)
+	p, err := e.take(ctx, req.Tenant)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
@@ -249,6 +255,9 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 		e.stats.workersCrashed.Add(1)
 		e.opts.Logger.Warn("local executor: worker did not start", "err", err)
 		return nil, crashedFault("The worker process for this execution did not start.")
+	}
+	if e.opts.IsolateTenants {
+		p.served, p.tenant = true, req.Tenant
 	}
 	res, reusable, err := e.runOn(ctx, p, req, job)
 	if err == nil && len(res.Handles) > 0 {
@@ -313,15 +322,17 @@ func (e *Executor) acquire(ctx context.Context) error {
 // take returns a warm worker, or starts one. The pool never holds more
 // than PoolSize processes, counting those being started: when the budget is
 // spent, a process is on its way to the idle set (a background start, or a
-// worker another execution is handing back), so take waits for it.
-func (e *Executor) take(ctx context.Context) (*process, error) {
+// worker another execution is handing back), so take waits for it. With
+// IsolateTenants it never returns a worker that ran another tenant's
+// execution: it prefers one of tenant's, then a fresh one, and else
+// replaces one of another tenant's with a fresh process.
+func (e *Executor) take(ctx context.Context, tenant string) (*process, error) {
 	for {
 		select {
 		case p := <-e.idle:
-			if p.alive() {
+			if p = e.fit(p, tenant); p != nil {
 				return p, nil
 			}
-			e.forget(p)
 			continue
 		default:
 		}
@@ -342,10 +353,9 @@ func (e *Executor) take(ctx context.Context) (*process, error) {
 		select {
 		case p := <-e.idle:
 			t.Stop()
-			if p.alive() {
+			if p = e.fit(p, tenant); p != nil {
 				return p, nil
 			}
-			e.forget(p)
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
@@ -355,6 +365,60 @@ func (e *Executor) take(ctx context.Context) (*process, error) {
 			return nil, errExecutorClosed
 		}
 	}
+}
+
+// fit returns p, taken from the idle set, if it may run tenant's
+// execution. Otherwise it returns nil and has dealt with p: a dead one is
+// forgotten; under IsolateTenants, a worker of another tenant is swapped for
+// a better idle one if there is one (p goes back), or retired so that take
+// starts a fresh process in its place.
+func (e *Executor) fit(p *process, tenant string) *process {
+	if !p.alive() {
+		e.forget(p)
+		return nil
+	}
+	if !e.opts.IsolateTenants || !p.served || p.tenant == tenant {
+		return p
+	}
+	// Look through the rest of the idle set for one of this tenant's
+	// workers, else a fresh one; put the others back (idle has room: it
+	// holds PoolSize and these came out of it).
+	var others []*process
+	var best *process
+	for best == nil {
+		select {
+		case q := <-e.idle:
+			switch {
+			case !q.alive():
+				e.forget(q)
+			case q.served && q.tenant == tenant:
+				best = q
+			default:
+				others = append(others, q)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if best == nil {
+		for i, q := range others {
+			if !q.served {
+				best = q
+				others = append(others[:i], others[i+1:]...)
+				break
+			}
+		}
+	}
+	for _, q := range others {
+		e.idle <- q
+	}
+	if best != nil {
+		e.idle <- p
+		return best
+	}
+	e.retire(p)
+	return nil
 }
 
 var errExecutorClosed = errors.New("executor closed")

@@ -612,3 +612,99 @@ func TestWorkerEnvironmentKeepsTheGatewaysSecrets(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 }
+
+// pidFor runs the scripted "pid" job for tenant and returns the worker's
+// process id.
+func pidFor(t *testing.T, e *Executor, tenant string) int {
+	t.Helper()
+	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid", Tenant: tenant})
+	if err != nil || res.HasError {
+		t.Fatalf("pid for %q: %+v, %v", tenant, res, err)
+	}
+	var pids []int
+	if err := json.Unmarshal([]byte(res.ResultJSON), &pids); err != nil || len(pids) != 1 {
+		t.Fatalf("pid for %q: %q", tenant, res.ResultJSON)
+	}
+	return pids[0]
+}
+
+// With IsolateTenants no worker process runs two tenants' executions: each
+// tenant keeps to its own workers, a tenant without one takes a fresh
+// worker, and a worker of another tenant is replaced rather than reused.
+func TestIsolateTenantsKeepsEachWorkerToOneTenant(t *testing.T) {
+	e := newScripted(t, Options{PoolSize: 2, IsolateTenants: true})
+	// Both workers warm first: a worker still starting is not in the idle
+	// set, and a tenant's worker would be replaced in its stead.
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().WorkersStarted < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not warm: %+v", e.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	owner := map[int]string{}
+	run := func(tenant string) int {
+		pid := pidFor(t, e, tenant)
+		if prev, ok := owner[pid]; ok && prev != tenant {
+			t.Fatalf("worker %d ran tenant %q after tenant %q", pid, tenant, prev)
+		}
+		owner[pid] = tenant
+		return pid
+	}
+	a1, b1 := run("a"), run("b")
+	if a1 == b1 {
+		t.Fatalf("tenants a and b shared worker %d", a1)
+	}
+	// Both have a worker of their own now: they are reused.
+	for range 3 {
+		if got := run("a"); got != a1 {
+			t.Fatalf("tenant a moved from worker %d to %d", a1, got)
+		}
+		if got := run("b"); got != b1 {
+			t.Fatalf("tenant b moved from worker %d to %d", b1, got)
+		}
+	}
+	// A third tenant replaces one of them with a fresh process.
+	started := e.Stats().WorkersStarted
+	run("c")
+	if e.Stats().WorkersStarted <= started {
+		t.Fatalf("tenant c ran without a fresh worker: %+v", e.Stats())
+	}
+	run("a")
+	run("b")
+	run("c")
+
+	// Many at once, three tenants on two workers: still one tenant per
+	// process.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tenant := string(rune('a' + g%3))
+			for range 10 {
+				res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid", Tenant: tenant})
+				if err != nil || res.HasError {
+					t.Errorf("%s: %+v, %v", tenant, res, err)
+					return
+				}
+				var pids []int
+				_ = json.Unmarshal([]byte(res.ResultJSON), &pids)
+				mu.Lock()
+				if prev, ok := owner[pids[0]]; ok && prev != tenant {
+					t.Errorf("worker %d ran tenant %q after tenant %q", pids[0], tenant, prev)
+				}
+				owner[pids[0]] = tenant
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Without the option the tenants share workers.
+	shared := newScripted(t, Options{PoolSize: 1})
+	if a, b := pidFor(t, shared, "a"), pidFor(t, shared, "b"); a != b {
+		t.Fatalf("without IsolateTenants the one worker was replaced: %d, %d", a, b)
+	}
+}

@@ -44,7 +44,12 @@ type process struct {
 	dying   chan struct{} // closed on the first kill
 	dieOnce sync.Once
 	runs    int // executions started; touched only by the slot holder
-	rlimit  uint64
+	// served and tenant: whether the worker ran an execution yet, and
+	// whose (with Options.IsolateTenants). Touched only by the slot holder,
+	// or by take while the worker sits in the idle set.
+	served bool
+	tenant string
+	rlimit uint64
 	// baseRSS is the RSS right after start. The parent's RSS poll allows
 	// the memory limit plus headroom above it; untouched pages never count
 	// towards RSS, and those are RLIMIT_AS's to refuse.

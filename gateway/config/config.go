@@ -110,6 +110,11 @@ type LocalBackend struct {
 	// HandlesIdleTimeout closes a retained execution nobody invoked for
 	// this long, and returns its worker to the pool. Default: 60s.
 	HandlesIdleTimeout Duration `yaml:"handlesIdleTimeout"`
+	// IsolateTenants keeps each worker process to one tenant: a worker
+	// that ran one tenant's execution never runs another's. Default false:
+	// tenants of the group share its workers in turn (a fresh runtime per
+	// run).
+	IsolateTenants bool `yaml:"isolateTenants"`
 	// NativeOutbound lets programs fetch from this process when a request
 	// leaves outbound absent. Default false, the operator's veto: such
 	// requests then get no network at all.
