@@ -97,7 +97,6 @@ func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
 		s.run = func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
 			return s.nextRuntime().Run(ctx, job, host)
 		}
-		go s.prepareNext()
 	}
 	fr := frameReader{r: bufio.NewReaderSize(in, 64<<10)}
 	m, err := fr.read(maxParentFrame)
@@ -108,6 +107,9 @@ func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
 	if s.send(&message{Kind: kindReady, Ready: &ready}) != nil {
 		return exitWriteFail
 	}
+	// The first runtime is built after the limits took the heap's
+	// measure, as every later one is built after a run.
+	go s.prepareNext()
 	for {
 		m, err := fr.read(maxParentFrame)
 		if err != nil {
