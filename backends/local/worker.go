@@ -72,7 +72,9 @@ type workerServer struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	pending map[uint64]chan *message
+	// pending are the host calls waiting for their answers: each entry
+	// takes the answer frame, once; whoever removes it owns the call.
+	pending map[uint64]func(*message)
 	cancel  context.CancelCauseFunc // the current run's, nil when idle
 	// invokes feeds the retained session's invocations, once the run was
 	// granted handles; nil otherwise.
@@ -91,7 +93,7 @@ const maxQueuedInvokes = 16
 
 // serveWorker runs the worker protocol and returns the exit code.
 func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
-	s := &workerServer{out: frameWriter{w: out}, run: run, pending: make(map[uint64]chan *message)}
+	s := &workerServer{out: frameWriter{w: out}, run: run, pending: make(map[uint64]func(*message))}
 	if run == nil {
 		s.prepared = make(chan *sandbox.Prepared, 1)
 		s.run = func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
@@ -146,15 +148,16 @@ func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
 			s.mu.Unlock()
 		case kindDispatchAnswer, kindOutboundAnswer:
 			s.mu.Lock()
-			ch := s.pending[m.ID]
+			answer := s.pending[m.ID]
 			delete(s.pending, m.ID)
 			s.mu.Unlock()
-			if ch != nil {
-				ch <- m // buffered: never blocks
-				// Let the waiting call run now, on this thread. Left
-				// alone it waits for another thread to be woken and to
-				// take it over, about 20 µs a call on an idle machine,
-				// while this loop only goes back to an empty pipe.
+			if answer != nil {
+				answer(m) // never blocks
+				// Let what the answer woke (the run's event loop) run now,
+				// on this thread. Left alone it waits for another thread
+				// to be woken and to take it over, about 20 µs a call on
+				// an idle machine, while this loop only goes back to an
+				// empty pipe.
 				runtime.Gosched()
 			}
 		default:
@@ -400,22 +403,42 @@ func (s *workerServer) send(m *message) error {
 // call sends one host call and waits for its answer or for ctx.
 func (s *workerServer) call(ctx context.Context, m *message) (*message, error) {
 	ch := make(chan *message, 1)
-	s.mu.Lock()
-	s.nextID++
-	m.ID = s.nextID
-	s.pending[m.ID] = ch
-	s.mu.Unlock()
-	if err := s.send(m); err != nil {
-		s.forget(m.ID)
+	id, err := s.start(m, func(a *message) { ch <- a })
+	if err != nil {
 		return nil, err
 	}
 	select {
 	case a := <-ch:
 		return a, nil
 	case <-ctx.Done():
-		s.forget(m.ID)
+		s.forget(id)
 		return nil, context.Cause(ctx)
 	}
+}
+
+// start sends one host call whose answer frame goes to answer, from the
+// read loop, unless the call is forgotten first.
+func (s *workerServer) start(m *message, answer func(*message)) (uint64, error) {
+	s.mu.Lock()
+	s.nextID++
+	m.ID = s.nextID
+	s.pending[m.ID] = answer
+	s.mu.Unlock()
+	if err := s.send(m); err != nil {
+		s.forget(m.ID)
+		return 0, err
+	}
+	return m.ID, nil
+}
+
+// claim removes a pending call and reports whether it was still there: the
+// one who claims it answers it.
+func (s *workerServer) claim(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pending[id]
+	delete(s.pending, id)
+	return ok
 }
 
 func (s *workerServer) forget(id uint64) {
@@ -456,6 +479,43 @@ func (h *workerHost) Dispatch(ctx context.Context, provider, tool, argsJSON stri
 	if err != nil {
 		return "", err
 	}
+	return dispatchAnswer(a)
+}
+
+// DispatchAsync is Dispatch without a goroutine waiting for the answer:
+// the read loop hands the answer frame to done. Whoever claims the call
+// first (the answer, or ctx ending) calls done, once; a call that cannot
+// start calls it from a goroutine of its own, never from the caller's.
+func (h *workerHost) DispatchAsync(ctx context.Context, provider, tool, argsJSON string, done func(string, error)) {
+	if h.finished() {
+		go done("", errRunFinished)
+		return
+	}
+	var stop func() bool
+	var mu sync.Mutex // orders stop's assignment before the answer reads it
+	mu.Lock()
+	defer mu.Unlock()
+	id, err := h.s.start(&message{Kind: kindDispatch, Provider: provider, Tool: tool, Args: argsJSON}, func(a *message) {
+		mu.Lock()
+		st := stop
+		mu.Unlock()
+		if st != nil {
+			st()
+		}
+		done(dispatchAnswer(a))
+	})
+	if err != nil {
+		go done("", err)
+		return
+	}
+	stop = context.AfterFunc(ctx, func() {
+		if h.s.claim(id) {
+			done("", context.Cause(ctx))
+		}
+	})
+}
+
+func dispatchAnswer(a *message) (string, error) {
 	if a.Kind != kindDispatchAnswer {
 		return "", errors.New("dispatch answered with the wrong frame")
 	}

@@ -2,14 +2,16 @@ package sandbox
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/dop251/goja"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // dispatch is __dispatch(provider, tool, argsJson): a promise for the
-// envelope JSON. The host call runs on its own goroutine; its answer is
-// queued back onto the loop.
+// envelope JSON. The host call runs on its own goroutine (or, with an
+// AsyncHost, on none of the sandbox's); its answer is queued back onto the
+// loop.
 func (s *session) dispatch(call goja.FunctionCall) goja.Value {
 	provider := call.Argument(0).String()
 	tool := call.Argument(1).String()
@@ -28,32 +30,41 @@ func (s *session) dispatch(call goja.FunctionCall) goja.Value {
 		s.mustSettle(resolve(protocol.ErrorEnvelope(protocol.NewToolNotFoundError(tool).Error())))
 	default:
 		s.open++
+		answered := func(text string, err error) func() {
+			return func() {
+				s.open--
+				s.hostCalls--
+				if len(s.queued) > 0 {
+					next := s.queued[0]
+					s.queued[0] = nil
+					s.queued = s.queued[1:]
+					next()
+				}
+				if s.completed {
+					return
+				}
+				var rerr error
+				if err != nil {
+					rerr = reject(s.newError(err.Error()))
+				} else {
+					rerr = resolve(text)
+				}
+				if rerr != nil {
+					s.stop(rerr)
+				}
+			}
+		}
 		send := func() {
 			s.hostCalls++
+			if ah, ok := s.host.(AsyncHost); ok {
+				s.callHostAsync(ah, provider, tool, args, func(text string, err error) {
+					s.postNow(answered(text, err))
+				})
+				return
+			}
 			go func() {
 				text, err := s.callHost(provider, tool, args)
-				s.post(func() {
-					s.open--
-					s.hostCalls--
-					if len(s.queued) > 0 {
-						next := s.queued[0]
-						s.queued[0] = nil
-						s.queued = s.queued[1:]
-						next()
-					}
-					if s.completed {
-						return
-					}
-					var rerr error
-					if err != nil {
-						rerr = reject(s.newError(err.Error()))
-					} else {
-						rerr = resolve(text)
-					}
-					if rerr != nil {
-						s.stop(rerr)
-					}
-				})
+				s.post(answered(text, err))
 			}()
 		}
 		if s.hostCalls >= MaxConcurrentHostCalls {
@@ -71,6 +82,19 @@ func (s *session) mustSettle(err error) {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// callHostAsync starts AsyncHost.DispatchAsync and turns a panic in it
+// into an error answer.
+func (s *session) callHostAsync(ah AsyncHost, provider, tool, args string, done func(string, error)) {
+	var once sync.Once
+	answer := func(text string, err error) { once.Do(func() { done(text, err) }) }
+	defer func() {
+		if r := recover(); r != nil {
+			go answer("", errors.New(InternalErrorText))
+		}
+	}()
+	ah.DispatchAsync(s.ctx, provider, tool, args, answer)
 }
 
 // callHost runs Host.Dispatch and turns a panic in it into an error.

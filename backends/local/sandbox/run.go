@@ -451,6 +451,17 @@ func (s *session) post(fn func()) {
 	}
 }
 
+// postNow is post for a caller that must not wait (the worker's read
+// loop): when the loop's queue is full, a goroutine waits in its stead.
+func (s *session) postNow(fn func()) {
+	select {
+	case s.tasks <- fn:
+	case <-s.done:
+	default:
+		go s.post(fn)
+	}
+}
+
 // finish composes the result envelope.
 func (s *session) finish() *protocol.ExecuteResult {
 	res := s.result

@@ -45,6 +45,16 @@ type Host interface {
 	Outbound(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error)
 }
 
+// AsyncHost is a Host that can start a tool call without the sandbox
+// keeping a goroutine waiting for it: done is called exactly once, from
+// another goroutine than the caller's, with the envelope JSON or the
+// error. It must not block for long: it only queues the answer onto the
+// run's loop.
+type AsyncHost interface {
+	Host
+	DispatchAsync(ctx context.Context, provider, tool, argsJSON string, done func(string, error))
+}
+
 // Run executes job and returns its result envelope. Declared failures and
 // user errors are inside the envelope. Cancelling ctx interrupts the run; if
 // context.Cause(ctx) is an error of the protocol package (a MemoryLimitError
