@@ -70,8 +70,8 @@ type workerServer struct {
 	// limitMB above it.
 	heapBase uint64
 
-	mu      sync.Mutex
-	nextID  uint64
+	mu     sync.Mutex
+	nextID uint64
 	// pending are the host calls waiting for their answers: each entry
 	// takes the answer frame, once; whoever removes it owns the call.
 	pending map[uint64]func(*message)
