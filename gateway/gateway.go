@@ -66,7 +66,15 @@ type Gateway struct {
 
 	base   context.Context // parent of every session; cancelled by Close
 	cancel context.CancelFunc
+
+	sessMu   sync.Mutex
+	sessions map[*capnweb.Session]struct{} // open executor sessions
 }
+
+// GoingAwayReason is the close reason an executor session reads when the
+// gateway stops (code 1001): the client reconnects, to another replica
+// behind the load balancer.
+const GoingAwayReason = "The gateway is shutting down; connect again to continue."
 
 // New builds the gateway of cfg: it starts the backend groups and builds
 // the routes. cfg must come from config.Load or config.Parse.
@@ -77,7 +85,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
-	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{}}
+	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{},
+		sessions: map[*capnweb.Session]struct{}{}}
 	var idKey []byte
 	if env := cfg.ExecutionIDs.KeyEnv; env != "" {
 		idKey = []byte(opts.Getenv(env))
@@ -196,8 +205,39 @@ func (g *Gateway) Handler() http.Handler {
 	})
 }
 
-// Close ends every session and stops every backend group.
+// track records an open executor session; false once the gateway closed.
+func (g *Gateway) track(s *capnweb.Session) bool {
+	g.sessMu.Lock()
+	defer g.sessMu.Unlock()
+	if g.sessions == nil {
+		return false
+	}
+	g.sessions[s] = struct{}{}
+	return true
+}
+
+func (g *Gateway) untrack(s *capnweb.Session) {
+	g.sessMu.Lock()
+	delete(g.sessions, s)
+	g.sessMu.Unlock()
+}
+
+// Close ends every session, with code 1001 and GoingAwayReason so that
+// clients know to reconnect, and stops every backend group.
 func (g *Gateway) Close() error {
+	g.sessMu.Lock()
+	open := g.sessions
+	g.sessions = nil
+	g.sessMu.Unlock()
+	var wg sync.WaitGroup
+	for s := range open {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.CloseWith(1001, GoingAwayReason)
+		}()
+	}
+	wg.Wait()
 	g.cancel()
 	var errs []error
 	g.mu.Lock()
@@ -380,7 +420,11 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 			log.Info("upgrade failed", "error", err)
 			return
 		}
+		if !g.track(sess) {
+			sess.CloseWith(1001, GoingAwayReason)
+		}
 		<-sess.Done()
+		g.untrack(sess)
 		log.Info("connection closed", "duration", time.Since(start), "reason", sess.Err())
 	case "proxy":
 		req.Header.Set(tenantHeader, id.Tenant)

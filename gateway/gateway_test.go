@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 	"github.com/supolka/codemode-gateway/protocol/executortest"
 )
@@ -779,5 +781,34 @@ func TestIsolateTenantsReachesTheLocalPool(t *testing.T) {
 	run("acme")
 	if got := started(); got != "3" {
 		t.Fatalf("workers started after the first tenant again: %s, want 3", got)
+	}
+}
+
+// TestCloseTellsClientsToReconnect: when the gateway stops, every open
+// executor session is closed with 1001 and GoingAwayReason, so a client
+// reads why and knows to connect again, rather than meeting a dead socket.
+func TestCloseTellsClientsToReconnect(t *testing.T) {
+	e := start(t, nil)
+	sess, err := capnweb.Dial(testCtx(t), wsURL(e.url)+"/v1/executor", nil, capnweb.Options{
+		Dial: &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.keys["acme"]}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if v, err := sess.Main().Call(testCtx(t), "protocolVersion"); err != nil || v != float64(protocol.ProtocolVersion) {
+		t.Fatalf("protocolVersion = %v, %v", v, err)
+	}
+	if err := e.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sess.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client's session outlived the gateway")
+	}
+	var be *capnweb.BrokenError
+	if err := sess.Err(); !errors.As(err, &be) || be.CloseCode != 1001 || be.Reason != gateway.GoingAwayReason {
+		t.Fatalf("the session ended with %v, want 1001 %q", err, gateway.GoingAwayReason)
 	}
 }

@@ -188,6 +188,15 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// CloseWith is Close with the close code and reason the peer reads: 1000,
+// or 3000-4999 for an application's own, or 1001 for a server going away.
+// The reason is cut to the 123 bytes a close frame holds.
+func (s *Session) CloseWith(code int, reason string) error {
+	s.shutdown(ErrSessionClosed, nil, code, reason)
+	<-s.writerDone
+	return nil
+}
+
 // Abort ends the session by sending an abort with reason to the peer, then
 // closing with code 3000.
 func (s *Session) Abort(reason error) {

@@ -190,3 +190,24 @@ func TestWebSocketMessagesOfManySizes(t *testing.T) {
 		}
 	}
 }
+
+// CloseWith closes with the code and reason the caller chose; the peer's
+// pending and later calls fail with them.
+func TestWebSocketCloseWithCode(t *testing.T) {
+	url, sessions := wsServer(t, echoMain(), Options{})
+	ctx := ctx10(t)
+	c := wsDial(t, ctx, url)
+	srv := <-sessions
+	if err := srv.CloseWith(1001, "going away for maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-ctx.Done():
+		t.Fatal("the client session did not end")
+	}
+	var be *BrokenError
+	if _, err := c.Main().Call(ctx, "echo", 1); !errors.As(err, &be) || be.CloseCode != 1001 || be.Reason != "going away for maintenance" {
+		t.Fatalf("call after CloseWith: %v", err)
+	}
+}
