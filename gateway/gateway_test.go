@@ -181,6 +181,24 @@ func (e *env) mustDial(t *testing.T, path, tenant string) *remote.Executor {
 	return ex
 }
 
+// metric scrapes the admin listener and returns the value of the series
+// named exactly series (with its labels), or "absent".
+func (e *env) metric(t *testing.T, series string) string {
+	t.Helper()
+	resp, err := http.Get(e.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v
+		}
+	}
+	return "absent"
+}
+
 // upgrade attempts a WebSocket handshake and returns the HTTP status.
 func (e *env) upgrade(t *testing.T, path string, header http.Header) int {
 	t.Helper()
@@ -621,20 +639,7 @@ func TestPinDroppedWhenTheBackendClosesTheHandles(t *testing.T) {
 	if err != nil || res.ExecutionID == "" {
 		t.Fatalf("no grant: %+v, %v", res, err)
 	}
-	pins := func() string {
-		resp, err := http.Get(e.admin + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "codemode_pins ") {
-				return strings.TrimPrefix(line, "codemode_pins ")
-			}
-		}
-		return "absent"
-	}
+	pins := func() string { return e.metric(t, "codemode_pins") }
 	if got := pins(); got != "1" {
 		t.Fatalf("codemode_pins = %s after a grant, want 1", got)
 	}
@@ -748,20 +753,7 @@ func TestIsolateTenantsReachesTheLocalPool(t *testing.T) {
 		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, isolateTenants: true}", 1)
 		return strings.Replace(y, "  - name: globex\n    backend: far", "  - name: globex\n    backend: local", 1)
 	})
-	started := func() string {
-		resp, err := http.Get(e.admin + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, `codemode_workers_started_total{backend="local"} `) {
-				return strings.Fields(line)[1]
-			}
-		}
-		return "absent"
-	}
+	started := func() string { return e.metric(t, `codemode_workers_started_total{backend="local"}`) }
 	run := func(tenant string) {
 		t.Helper()
 		ex := e.mustDial(t, "/v1/executor", tenant)
