@@ -69,6 +69,26 @@ type Member struct {
 // value.
 type Object []Member
 
+// MarshalJSON writes the members in their order (repeated keys as given),
+// the values with encoding/json; for the byte-exact text JavaScript would
+// write, use StringifyForDispatch.
+func (o Object) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, m := range o {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, m.Key)
+		b = append(b, ':')
+		v, err := json.Marshal(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, v...)
+	}
+	return append(b, '}'), nil
+}
+
 // Get returns the value of the last member named key.
 func (o Object) Get(key string) (any, bool) {
 	for i := len(o) - 1; i >= 0; i-- {

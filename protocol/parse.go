@@ -4,9 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // ParseForDispatch reads JSON text as JavaScript's JSON.parse does and
@@ -58,16 +55,6 @@ func ArgsFromJSON(argsJSON string) ([]any, error) {
 	return []any{v}, nil
 }
 
-// JSONSyntaxError is a document ParseForDispatch cannot read.
-type JSONSyntaxError struct {
-	Offset int    // byte offset of the problem
-	Msg    string // what is wrong there
-}
-
-func (e *JSONSyntaxError) Error() string {
-	return fmt.Sprintf("protocol: invalid JSON at byte %d: %s", e.Offset, e.Msg)
-}
-
 // BinaryEnvelopeError is a binary envelope whose data is not base64.
 type BinaryEnvelopeError struct {
 	Offset int // byte offset of the envelope
@@ -77,355 +64,32 @@ func (e *BinaryEnvelopeError) Error() string {
 	return fmt.Sprintf("protocol: the binary envelope at byte %d carries data that is not base64", e.Offset)
 }
 
-type parser struct {
-	s       string
-	i       int
-	ordered bool
-}
-
 func parse(text string, ordered bool) (any, error) {
-	p := &parser{s: text, ordered: ordered}
-	p.space()
-	v, err := p.value(0)
-	if err != nil {
-		return nil, err
-	}
-	p.space()
-	if p.i < len(p.s) {
-		return nil, p.fail("unexpected text after the value")
-	}
-	return v, nil
+	return parseJSON(text, JSONOptions{}, nil, func(o Object, start int) (any, error) {
+		return finishObject(o, start, ordered)
+	})
 }
 
-func (p *parser) fail(msg string) error { return &JSONSyntaxError{Offset: p.i, Msg: msg} }
-
-func (p *parser) space() {
-	for p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-func (p *parser) value(depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, p.fail(fmt.Sprintf("nested deeper than %d levels", maxDepth))
-	}
-	if p.i >= len(p.s) {
-		return nil, p.fail("unexpected end of input")
-	}
-	switch c := p.s[p.i]; {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
-		return p.array(depth)
-	case c == '"':
-		return p.str()
-	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number()
-	case c == 't':
-		return true, p.literal("true")
-	case c == 'f':
-		return false, p.literal("false")
-	case c == 'n':
-		return nil, p.literal("null")
-	default:
-		return nil, p.fail(fmt.Sprintf("unexpected character %q", c))
-	}
-}
-
-func (p *parser) literal(word string) error {
-	if len(p.s)-p.i < len(word) || p.s[p.i:p.i+len(word)] != word {
-		return p.fail("invalid literal")
-	}
-	p.i += len(word)
-	return nil
-}
-
-func (p *parser) digits() int {
-	start := p.i
-	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-		p.i++
-	}
-	return p.i - start
-}
-
-func (p *parser) number() (any, error) {
-	start := p.i
-	if p.s[p.i] == '-' {
-		p.i++
-	}
-	if p.i < len(p.s) && p.s[p.i] == '0' {
-		p.i++
-	} else if p.digits() == 0 {
-		return nil, p.fail("invalid number")
-	}
-	if p.i < len(p.s) && p.s[p.i] == '.' {
-		p.i++
-		if p.digits() == 0 {
-			return nil, p.fail("invalid number: no digits after the decimal point")
-		}
-	}
-	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
-			p.i++
-		}
-		if p.digits() == 0 {
-			return nil, p.fail("invalid number: no digits in the exponent")
-		}
-	}
-	f, err := strconv.ParseFloat(p.s[start:p.i], 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return nil, &JSONSyntaxError{Offset: start, Msg: "invalid number"}
-	}
-	return f, nil
-}
-
-func hexValue(s string) (rune, bool) {
-	var r rune
-	for i := 0; i < 4; i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
-// appendWTF8 appends a lone surrogate in its three-byte WTF-8 form.
-func appendWTF8(b []byte, r rune) []byte {
-	return append(b, 0xed, byte(0x80|(r>>6)&0x3f), byte(0x80|r&0x3f))
-}
-
-func (p *parser) str() (string, error) {
-	p.i++ // opening quote
-	start := p.i
-	// Fast path: no escapes and valid UTF-8.
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		if c == '"' {
-			s := p.s[start:p.i]
-			p.i++
-			return s, nil
-		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			break
-		}
-		p.i++
-	}
-	buf := []byte(p.s[start:p.i])
-	for {
-		if p.i >= len(p.s) {
-			return "", p.fail("unterminated string")
-		}
-		c := p.s[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return string(buf), nil
-		case c < 0x20:
-			return "", p.fail("raw control character in string")
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRuneInString(p.s[p.i:])
-			if r == utf8.RuneError && size == 1 {
-				buf = append(buf, "\uFFFD"...)
-			} else {
-				buf = append(buf, p.s[p.i:p.i+size]...)
-			}
-			p.i += size
-		case c != '\\':
-			buf = append(buf, c)
-			p.i++
-		default:
-			if p.i+1 >= len(p.s) {
-				return "", p.fail("unterminated escape")
-			}
-			esc := p.s[p.i+1]
-			p.i += 2
-			switch esc {
-			case '"', '\\', '/':
-				buf = append(buf, esc)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, err := p.hex4()
-				if err != nil {
-					return "", err
-				}
-				switch {
-				case r >= 0xd800 && r < 0xdc00:
-					// A high surrogate pairs with an escaped low one
-					// directly after it; otherwise it stands alone.
-					if p.i+6 <= len(p.s) && p.s[p.i] == '\\' && p.s[p.i+1] == 'u' {
-						if lo, ok := hexValue(p.s[p.i+2 : p.i+6]); ok && lo >= 0xdc00 && lo < 0xe000 {
-							p.i += 6
-							buf = utf8.AppendRune(buf, utf16.DecodeRune(r, lo))
-							continue
-						}
-					}
-					buf = appendWTF8(buf, r)
-				case r >= 0xdc00 && r < 0xe000:
-					buf = appendWTF8(buf, r)
-				default:
-					buf = utf8.AppendRune(buf, r)
-				}
-			default:
-				p.i -= 2
-				return "", p.fail(fmt.Sprintf("invalid escape \\%c", esc))
-			}
-		}
-	}
-}
-
-func (p *parser) hex4() (rune, error) {
-	if p.i+4 > len(p.s) {
-		return 0, p.fail("short \\u escape")
-	}
-	r, ok := hexValue(p.s[p.i : p.i+4])
-	if !ok {
-		return 0, p.fail("invalid \\u escape")
-	}
-	p.i += 4
-	return r, nil
-}
-
-func (p *parser) array(depth int) (any, error) {
-	p.i++ // [
-	list := []any{}
-	p.space()
-	if p.i < len(p.s) && p.s[p.i] == ']' {
-		p.i++
-		return list, nil
-	}
-	for {
-		p.space()
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, v)
-		p.space()
-		if p.i >= len(p.s) {
-			return nil, p.fail("unterminated array")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return list, nil
-		default:
-			return nil, p.fail("expected , or ] in array")
-		}
-	}
-}
-
-func (p *parser) object(depth int) (any, error) {
-	start := p.i
-	p.i++ // {
-	var members Object
-	p.space()
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
-		return p.finishObject(members, start)
-	}
-	for {
-		p.space()
-		if p.i >= len(p.s) || p.s[p.i] != '"' {
-			return nil, p.fail("expected a string key in object")
-		}
-		key, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		p.space()
-		if p.i >= len(p.s) || p.s[p.i] != ':' {
-			return nil, p.fail("expected : after object key")
-		}
-		p.i++
-		p.space()
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		members = append(members, Member{Key: key, Value: v})
-		p.space()
-		if p.i >= len(p.s) {
-			return nil, p.fail("unterminated object")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return p.finishObject(members, start)
-		default:
-			return nil, p.fail("expected , or } in object")
-		}
-	}
-}
-
-// finishObject merges repeated keys as JavaScript does, turns a binary
-// envelope into bytes, and builds the object form the caller asked for.
-func (p *parser) finishObject(members Object, start int) (any, error) {
-	merged := members
-	if len(members) > 1 {
-		merged = mergeRepeated(members)
-	}
-	if len(merged) == 2 {
-		if b, ok, err := decodeBinaryEnvelope(merged); ok {
+// finishObject turns a binary envelope into bytes and builds the object
+// form the caller asked for. The reader already merged repeated keys as
+// JavaScript does.
+func finishObject(o Object, start int, ordered bool) (any, error) {
+	if len(o) == 2 {
+		if b, ok, err := decodeBinaryEnvelope(o); ok {
 			if err != nil {
 				return nil, &BinaryEnvelopeError{Offset: start}
 			}
 			return b, nil
 		}
 	}
-	if p.ordered {
-		if merged == nil {
-			return Object{}, nil
-		}
-		return merged, nil
+	if ordered {
+		return o, nil
 	}
-	m := make(map[string]any, len(merged))
-	for _, mem := range merged {
+	m := make(map[string]any, len(o))
+	for _, mem := range o {
 		m[mem.Key] = mem.Value
 	}
 	return m, nil
-}
-
-// mergeRepeated keeps each key once, at its first position, with its last
-// value.
-func mergeRepeated(o Object) Object {
-	seen := make(map[string]int, len(o))
-	out := make(Object, 0, len(o))
-	for _, m := range o {
-		if i, ok := seen[m.Key]; ok {
-			out[i].Value = m.Value
-			continue
-		}
-		seen[m.Key] = len(out)
-		out = append(out, m)
-	}
-	return out
 }
 
 // decodeBinaryEnvelope reports whether the two members o form a binary

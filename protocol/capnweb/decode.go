@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // Default decode limits.
@@ -31,7 +34,7 @@ func parseMessage(msg []byte, maxDepth int) ([]any, error) {
 // parseJSONScratch.
 func parseMessageScratch(msg []byte, maxDepth int, scratch *[]any) ([]any, error) {
 	v, err := parseJSONScratch(msg, 2*maxDepth+16, scratch)
-	if err == errJSONTooDeep {
+	if errors.Is(err, protocol.ErrJSONTooDeep) {
 		return nil, protoErrorf("message nested deeper than %d", maxDepth)
 	}
 	if err != nil {
@@ -99,7 +102,7 @@ func (ev *evaluator) eval(x any, depth int) (any, error) {
 		return v, nil
 	case json.Number:
 		return parseNumber(string(v))
-	case rawObject:
+	case protocol.Object:
 		var ordered Object
 		var out map[string]any
 		if ev.keepOrder {
@@ -335,7 +338,7 @@ func (ev *evaluator) errorValue(v []any, depth int) (any, error) {
 		}
 	}
 	if len(v) > 4 {
-		props, ok := v[4].(rawObject)
+		props, ok := v[4].(protocol.Object)
 		if !ok {
 			return nil, ev.unknown(v)
 		}

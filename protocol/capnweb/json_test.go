@@ -2,9 +2,12 @@ package capnweb
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // The parser agrees with encoding/json on valid input and rejects what
@@ -78,12 +81,12 @@ func FuzzParseJSON(f *testing.F) {
 	})
 }
 
-var errTrailing = &jsonError{msg: "trailing"}
+var errTrailing = errors.New("trailing")
 
 // plainJSON turns rawObjects into maps, the form encoding/json produces.
 func plainJSON(v any) any {
 	switch x := v.(type) {
-	case rawObject:
+	case protocol.Object:
 		m := make(map[string]any, len(x))
 		for _, f := range x {
 			m[f.Key] = plainJSON(f.Value)
@@ -104,11 +107,15 @@ func TestParseJSONKeyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := rawObject{{Key: "z", Value: json.Number("3")}, {Key: "a", Value: json.Number("2")}, {Key: "m", Value: json.Number("4")}}
+	want := protocol.Object{{Key: "z", Value: json.Number("3")}, {Key: "a", Value: json.Number("2")}, {Key: "m", Value: json.Number("4")}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v", got)
 	}
 }
+
+// scratchKeptMax is the largest scratch the reader keeps between parses
+// (protocol's bound).
+const scratchKeptMax = 1024
 
 // A scratch reused across parses (as a session's reader does) gives the
 // same results as a fresh parser, survives a failed parse in between, and
@@ -119,7 +126,7 @@ func TestParseJSONScratchReuse(t *testing.T) {
 		`[1,[2,[3,`, // truncated: fails mid-array with values on the scratch
 		`["pull",1]`,
 		`[[[[["deep"]]]],"x",{"a":[7,8,9]}]`,
-		`[` + strings.Repeat(`1,`, 2*scratchKeepMax) + `1]`, // outgrows what is kept
+		`[` + strings.Repeat(`1,`, 2*scratchKeptMax) + `1]`, // outgrows what is kept
 		`["release",1,1]`,
 	}
 	var scratch []any
@@ -132,7 +139,7 @@ func TestParseJSONScratchReuse(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%.40s: got %v, want %v", s, got, want)
 		}
-		if cap(scratch) > scratchKeepMax {
+		if cap(scratch) > scratchKeptMax {
 			t.Fatalf("%.40s: kept a scratch of %d slots", s, cap(scratch))
 		}
 		for i, v := range scratch[:cap(scratch)] {

@@ -2,6 +2,8 @@ package capnweb
 
 import (
 	"context"
+
+	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // remap evaluates ["remap", id, path, captures, instructions], the body of
@@ -170,7 +172,7 @@ func checkShape(x any, depth, max int) error {
 				return err
 			}
 		}
-	case rawObject:
+	case protocol.Object:
 		for _, f := range v {
 			if err := checkShape(f.Value, depth+1, max); err != nil {
 				return err

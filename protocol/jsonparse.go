@@ -1,0 +1,453 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// JSONOptions choose how ParseJSON builds the values it reads.
+type JSONOptions struct {
+	// MaxDepth bounds how deep arrays and objects nest; deeper input fails
+	// with an error that matches ErrJSONTooDeep. Zero means 10000.
+	MaxDepth int
+	// RawNumbers keeps numbers as json.Number, their text as written,
+	// instead of float64.
+	RawNumbers bool
+	// ReplaceLoneSurrogates turns an escaped lone surrogate (\ud800) into
+	// U+FFFD. By default it becomes its three-byte WTF-8 form, which
+	// StringifyForDispatch writes back as the same escape.
+	ReplaceLoneSurrogates bool
+}
+
+// ErrJSONTooDeep is matched (errors.Is) by the error of a document nested
+// deeper than JSONOptions.MaxDepth.
+var ErrJSONTooDeep = errors.New("protocol: JSON nested too deep")
+
+// ParseJSON reads one JSON text strictly, as JSON.parse does (RFC 8259: no
+// comments, no trailing commas, no leading byte-order mark, no raw control
+// characters in strings). It returns nil, bool, float64 (or json.Number),
+// string, []any and Object: an object keeps its members in document order,
+// and a repeated key keeps its first position and its last value, as in
+// JavaScript. Bytes that are not UTF-8 become U+FFFD, as a TextDecoder in
+// front of JSON.parse would make them. Errors are *JSONSyntaxError. It never
+// panics on any input.
+func ParseJSON[T string | []byte](src T, opts JSONOptions) (any, error) {
+	return parseJSON(src, opts, nil, nil)
+}
+
+// ParseJSONScratch is ParseJSON reusing *scratch as the parser's array
+// scratch, so that a reader parsing one message after another does not grow
+// a new one each time. The scratch holds no values afterwards, and one that
+// grew past 1024 slots is not kept.
+func ParseJSONScratch(src []byte, opts JSONOptions, scratch *[]any) (any, error) {
+	return parseJSON(src, opts, scratch, nil)
+}
+
+// scratchKeepMax bounds the array scratch kept between parses.
+const scratchKeepMax = 1024
+
+// parseJSON is the one strict JSON reader of the module. finish, when not
+// nil, builds the value of each object from its members and the byte
+// offset where it starts (the dispatch codec decodes binary envelopes
+// there); without it an object is its Object.
+func parseJSON[T string | []byte](src T, opts JSONOptions, scratch *[]any, finish func(Object, int) (any, error)) (any, error) {
+	p := &jsonParser[T]{s: src, opts: opts, finish: finish}
+	if p.opts.MaxDepth <= 0 {
+		p.opts.MaxDepth = maxDepth
+	}
+	if scratch != nil {
+		p.stack = (*scratch)[:0]
+		defer func() {
+			if cap(p.stack) > scratchKeepMax {
+				*scratch = nil
+				return
+			}
+			clear(p.stack[:cap(p.stack)])
+			*scratch = p.stack[:0]
+		}()
+	}
+	p.space()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.i < len(p.s) {
+		return nil, p.fail("unexpected text after the value")
+	}
+	return v, nil
+}
+
+// JSONSyntaxError is a document the JSON reader cannot read.
+type JSONSyntaxError struct {
+	Offset  int    // byte offset of the problem
+	Msg     string // what is wrong there
+	tooDeep bool
+}
+
+func (e *JSONSyntaxError) Error() string {
+	return fmt.Sprintf("protocol: invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// Is matches ErrJSONTooDeep for a document nested too deep.
+func (e *JSONSyntaxError) Is(target error) bool { return e.tooDeep && target == ErrJSONTooDeep }
+
+type jsonParser[T string | []byte] struct {
+	s      T
+	i      int
+	opts   JSONOptions
+	finish func(Object, int) (any, error)
+	stack  []any // scratch for array elements, copied out exactly sized
+}
+
+func (p *jsonParser[T]) fail(msg string) error { return &JSONSyntaxError{Offset: p.i, Msg: msg} }
+
+func (p *jsonParser[T]) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// value reads the value at p.i, depth levels inside the document (the
+// top-level value is at 0).
+func (p *jsonParser[T]) value(depth int) (any, error) {
+	if depth > p.opts.MaxDepth {
+		return nil, &JSONSyntaxError{Offset: p.i, Msg: fmt.Sprintf("nested deeper than %d levels", p.opts.MaxDepth), tooDeep: true}
+	}
+	if p.i >= len(p.s) {
+		return nil, p.fail("unexpected end of input")
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		return p.str()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	case c == 't':
+		return true, p.literal("true")
+	case c == 'f':
+		return false, p.literal("false")
+	case c == 'n':
+		return nil, p.literal("null")
+	default:
+		return nil, p.fail(fmt.Sprintf("unexpected character %q", c))
+	}
+}
+
+func (p *jsonParser[T]) literal(word string) error {
+	if len(p.s)-p.i < len(word) || string(p.s[p.i:p.i+len(word)]) != word {
+		return p.fail("invalid literal")
+	}
+	p.i += len(word)
+	return nil
+}
+
+func (p *jsonParser[T]) digits() int {
+	start := p.i
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		p.i++
+	}
+	return p.i - start
+}
+
+func (p *jsonParser[T]) number() (any, error) {
+	start := p.i
+	if p.s[p.i] == '-' {
+		p.i++
+	}
+	if p.i < len(p.s) && p.s[p.i] == '0' {
+		p.i++
+	} else if p.digits() == 0 {
+		return nil, p.fail("invalid number")
+	}
+	if p.i < len(p.s) && p.s[p.i] == '.' {
+		p.i++
+		if p.digits() == 0 {
+			return nil, p.fail("invalid number: no digits after the decimal point")
+		}
+	}
+	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+			p.i++
+		}
+		if p.digits() == 0 {
+			return nil, p.fail("invalid number: no digits in the exponent")
+		}
+	}
+	text := string(p.s[start:p.i])
+	if p.opts.RawNumbers {
+		return json.Number(text), nil
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return nil, &JSONSyntaxError{Offset: start, Msg: "invalid number"}
+	}
+	// One too large for a double is ±Inf, as JSON.parse gives Infinity.
+	return f, nil
+}
+
+func hexValue[T string | []byte](s T) (rune, bool) {
+	var r rune
+	for i := 0; i < 4; i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// appendLoneSurrogate appends an escaped lone surrogate: its three-byte
+// WTF-8 form, or U+FFFD when the options say so.
+func (p *jsonParser[T]) appendLoneSurrogate(b []byte, r rune) []byte {
+	if p.opts.ReplaceLoneSurrogates {
+		return append(b, "\uFFFD"...)
+	}
+	return appendWTF8(b, r)
+}
+
+// appendWTF8 appends a lone surrogate in its three-byte WTF-8 form.
+func appendWTF8(b []byte, r rune) []byte {
+	return append(b, 0xed, byte(0x80|(r>>6)&0x3f), byte(0x80|r&0x3f))
+}
+
+func (p *jsonParser[T]) str() (string, error) {
+	p.i++ // opening quote
+	start := p.i
+	// Fast path: no escapes, ASCII.
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		if c == '"' {
+			s := string(p.s[start:p.i])
+			p.i++
+			return s, nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		p.i++
+	}
+	buf := []byte(string(p.s[start:p.i]))
+	for {
+		if p.i >= len(p.s) {
+			return "", p.fail("unterminated string")
+		}
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return string(buf), nil
+		case c < 0x20:
+			return "", p.fail("raw control character in string")
+		case c >= utf8.RuneSelf:
+			r, size := decodeRune(p.s[p.i:])
+			if r == utf8.RuneError && size == 1 {
+				buf = append(buf, "\uFFFD"...)
+			} else {
+				buf = append(buf, p.s[p.i:p.i+size]...)
+			}
+			p.i += size
+		case c != '\\':
+			buf = append(buf, c)
+			p.i++
+		default:
+			if p.i+1 >= len(p.s) {
+				return "", p.fail("unterminated escape")
+			}
+			esc := p.s[p.i+1]
+			p.i += 2
+			switch esc {
+			case '"', '\\', '/':
+				buf = append(buf, esc)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				if p.i+4 > len(p.s) {
+					return "", p.fail("short \\u escape")
+				}
+				r, ok := hexValue(p.s[p.i : p.i+4])
+				if !ok {
+					return "", p.fail("invalid \\u escape")
+				}
+				p.i += 4
+				switch {
+				case r >= 0xd800 && r < 0xdc00:
+					// A high surrogate pairs with an escaped low one
+					// directly after it; otherwise it stands alone.
+					if p.i+6 <= len(p.s) && p.s[p.i] == '\\' && p.s[p.i+1] == 'u' {
+						if lo, ok := hexValue(p.s[p.i+2 : p.i+6]); ok && lo >= 0xdc00 && lo < 0xe000 {
+							p.i += 6
+							buf = utf8.AppendRune(buf, utf16.DecodeRune(r, lo))
+							continue
+						}
+					}
+					buf = p.appendLoneSurrogate(buf, r)
+				case r >= 0xdc00 && r < 0xe000:
+					buf = p.appendLoneSurrogate(buf, r)
+				default:
+					buf = utf8.AppendRune(buf, r)
+				}
+			default:
+				p.i -= 2
+				return "", p.fail(fmt.Sprintf("invalid escape \\%c", esc))
+			}
+		}
+	}
+}
+
+// decodeRune is utf8.DecodeRune for either input type.
+func decodeRune[T string | []byte](s T) (rune, int) {
+	switch v := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(v)
+	case []byte:
+		return utf8.DecodeRune(v)
+	}
+	return utf8.RuneError, 1
+}
+
+func (p *jsonParser[T]) array(depth int) (any, error) {
+	p.i++ // [
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		return []any{}, nil
+	}
+	base := len(p.stack)
+	for {
+		p.space()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		p.stack = append(p.stack, v)
+		p.space()
+		if p.i >= len(p.s) {
+			return nil, p.fail("unterminated array")
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			out := make([]any, len(p.stack)-base)
+			copy(out, p.stack[base:])
+			clear(p.stack[base:])
+			p.stack = p.stack[:base]
+			return out, nil
+		default:
+			return nil, p.fail("expected , or ] in array")
+		}
+	}
+}
+
+// objectIndexAt is the member count past which an object being read finds
+// repeated keys through a map rather than by scanning.
+const objectIndexAt = 16
+
+func (p *jsonParser[T]) object(depth int) (any, error) {
+	start := p.i
+	p.i++ // {
+	out := Object{}
+	var index map[string]int
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		return p.finishObject(out, start)
+	}
+	for {
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
+			return nil, p.fail("expected a string key in object")
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
+			return nil, p.fail("expected : after object key")
+		}
+		p.i++
+		p.space()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		// A repeated key keeps its first position and its last value.
+		at := -1
+		if index != nil {
+			if i, ok := index[key]; ok {
+				at = i
+			}
+		} else {
+			for i := range out {
+				if out[i].Key == key {
+					at = i
+					break
+				}
+			}
+		}
+		if at >= 0 {
+			out[at].Value = v
+		} else {
+			out = append(out, Member{Key: key, Value: v})
+			if index != nil {
+				index[key] = len(out) - 1
+			} else if len(out) > objectIndexAt {
+				index = make(map[string]int, len(out)*2)
+				for i, m := range out {
+					index[m.Key] = i
+				}
+			}
+		}
+		p.space()
+		if p.i >= len(p.s) {
+			return nil, p.fail("unterminated object")
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return p.finishObject(out, start)
+		default:
+			return nil, p.fail("expected , or } in object")
+		}
+	}
+}
+
+func (p *jsonParser[T]) finishObject(o Object, start int) (any, error) {
+	if p.finish == nil {
+		return o, nil
+	}
+	return p.finish(o, start)
+}
