@@ -227,8 +227,9 @@ func checkSource(what, src string) string {
 }
 
 // install builds the sandbox scope in the fresh runtime: timers, the
-// bootstrap's console, queueMicrotask and codec, and the module loader.
-func (s *session) install() bool {
+// bootstrap's console, queueMicrotask and codec, the module loader and the
+// web platform. A failure stops the session (s.stopped).
+func (s *session) install() {
 	g := s.vm.GlobalObject()
 	// goja's own constructor for wrapped Go errors has no place here.
 	_ = g.Delete("GoError")
@@ -240,7 +241,7 @@ func (s *session) install() bool {
 	} {
 		if err := g.Set(name, s.function(name, fn)); err != nil {
 			s.stop(err)
-			return false
+			return
 		}
 	}
 	host := s.vm.NewObject()
@@ -261,13 +262,13 @@ func (s *session) install() bool {
 	fnv, err := s.vm.RunProgram(bootstrapProgram)
 	if err != nil {
 		s.stop(err)
-		return false
+		return
 	}
 	boot, _ := goja.AssertFunction(fnv)
 	out, err := boot(goja.Undefined(), host)
 	if err != nil {
 		s.stop(err)
-		return false
+		return
 	}
 	obj := out.ToObject(s.vm)
 	s.start, _ = goja.AssertFunction(obj.Get("start"))
@@ -279,9 +280,7 @@ func (s *session) install() bool {
 	s.require = s.function("require", s.requireModule)
 	if err := s.prepareWebPlatform(); err != nil {
 		s.stop(err)
-		return false
 	}
-	return true
 }
 
 // function makes a host function the guest can call. Its name is set
