@@ -327,15 +327,25 @@ func (e *Executor) acquire(ctx context.Context) error {
 // execution: it prefers one of tenant's, then a fresh one, and else
 // replaces one of another tenant's with a fresh process.
 func (e *Executor) take(ctx context.Context, tenant string) (*process, error) {
+	// startFresh: a worker of another tenant was retired to make room, so
+	// start one with its budget rather than take (and perhaps retire)
+	// another idle one.
+	startFresh := false
 	for {
-		select {
-		case p := <-e.idle:
-			if p = e.fit(p, tenant); p != nil {
-				return p, nil
+		if !startFresh {
+			select {
+			case p := <-e.idle:
+				p, retired := e.fit(p, tenant)
+				if p != nil {
+					return p, nil
+				}
+				if !retired {
+					continue
+				}
+			default:
 			}
-			continue
-		default:
 		}
+		startFresh = false
 		e.mu.Lock()
 		if e.closed {
 			e.mu.Unlock()
@@ -353,9 +363,11 @@ func (e *Executor) take(ctx context.Context, tenant string) (*process, error) {
 		select {
 		case p := <-e.idle:
 			t.Stop()
-			if p = e.fit(p, tenant); p != nil {
+			p, retired := e.fit(p, tenant)
+			if p != nil {
 				return p, nil
 			}
+			startFresh = retired
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
@@ -368,17 +380,17 @@ func (e *Executor) take(ctx context.Context, tenant string) (*process, error) {
 }
 
 // fit returns p, taken from the idle set, if it may run tenant's
-// execution. Otherwise it returns nil and has dealt with p: a dead one is
-// forgotten; under IsolateTenants, a worker of another tenant is swapped for
-// a better idle one if there is one (p goes back), or retired so that take
-// starts a fresh process in its place.
-func (e *Executor) fit(p *process, tenant string) *process {
+// execution, or a better idle worker. Otherwise it returns nil and has
+// dealt with p: a dead one is forgotten; under IsolateTenants, a worker of
+// another tenant, with no better one idle, is retired (retired: true) so
+// that take starts a fresh process with its budget.
+func (e *Executor) fit(p *process, tenant string) (_ *process, retired bool) {
 	if !p.alive() {
 		e.forget(p)
-		return nil
+		return nil, false
 	}
 	if !e.opts.IsolateTenants || !p.served || p.tenant == tenant {
-		return p
+		return p, false
 	}
 	// Look through the rest of the idle set for one of this tenant's
 	// workers, else a fresh one; put the others back (idle has room: it
@@ -415,10 +427,10 @@ func (e *Executor) fit(p *process, tenant string) *process {
 	}
 	if best != nil {
 		e.idle <- p
-		return best
+		return best, false
 	}
 	e.retire(p)
-	return nil
+	return nil, true
 }
 
 var errExecutorClosed = errors.New("executor closed")

@@ -708,3 +708,30 @@ func TestIsolateTenantsKeepsEachWorkerToOneTenant(t *testing.T) {
 		t.Fatalf("without IsolateTenants the one worker was replaced: %d, %d", a, b)
 	}
 }
+
+// A tenant with no worker of its own replaces exactly one worker of
+// another tenant, the one idle longest, never every idle one.
+func TestIsolateTenantsReplacesOneWorker(t *testing.T) {
+	e := newScripted(t, Options{PoolSize: 3, IsolateTenants: true})
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().WorkersStarted < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not warm: %+v", e.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// One worker each, a's idle longest.
+	pidFor(t, e, "a")
+	b, c := pidFor(t, e, "b"), pidFor(t, e, "c")
+	started := e.Stats().WorkersStarted
+	pidFor(t, e, "d")
+	if got := e.Stats().WorkersStarted - started; got != 1 {
+		t.Fatalf("tenant d started %d workers, want 1", got)
+	}
+	if got := pidFor(t, e, "b"); got != b {
+		t.Fatalf("tenant b lost its worker %d (now %d)", b, got)
+	}
+	if got := pidFor(t, e, "c"); got != c {
+		t.Fatalf("tenant c lost its worker %d (now %d)", c, got)
+	}
+}
