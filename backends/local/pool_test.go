@@ -613,6 +613,18 @@ func TestWorkerEnvironmentKeepsTheGatewaysSecrets(t *testing.T) {
 	}
 }
 
+// waitWarm waits until the pool has started n workers.
+func waitWarm(t *testing.T, e *Executor, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().WorkersStarted < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not warm: %+v", e.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // pidFor runs the scripted "pid" job for tenant and returns the worker's
 // process id.
 func pidFor(t *testing.T, e *Executor, tenant string) int {
@@ -635,13 +647,7 @@ func TestIsolateTenantsKeepsEachWorkerToOneTenant(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 2, IsolateTenants: true})
 	// Both workers warm first: a worker still starting is not in the idle
 	// set, and a tenant's worker would be replaced in its stead.
-	deadline := time.Now().Add(10 * time.Second)
-	for e.Stats().WorkersStarted < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pool did not warm: %+v", e.Stats())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitWarm(t, e, 2)
 	owner := map[int]string{}
 	run := func(tenant string) int {
 		pid := pidFor(t, e, tenant)
@@ -713,13 +719,7 @@ func TestIsolateTenantsKeepsEachWorkerToOneTenant(t *testing.T) {
 // another tenant, the one idle longest, never every idle one.
 func TestIsolateTenantsReplacesOneWorker(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 3, IsolateTenants: true})
-	deadline := time.Now().Add(10 * time.Second)
-	for e.Stats().WorkersStarted < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pool did not warm: %+v", e.Stats())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitWarm(t, e, 3)
 	// One worker each, a's idle longest.
 	pidFor(t, e, "a")
 	b, c := pidFor(t, e, "b"), pidFor(t, e, "c")
