@@ -376,12 +376,7 @@ func (h *held) boundError(text string) error {
 // simply closes.
 func (h *held) afterDeath(invoking bool) string {
 	e, p := h.e, h.p
-	select {
-	case <-p.exited:
-	case <-time.After(exitWait):
-		p.kill(killProtocol)
-		<-p.exited
-	}
+	p.reap()
 	reason := p.killedFor()
 	switch {
 	case reason == killClosed || (reason == killNone && e.isClosed()):

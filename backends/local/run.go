@@ -119,15 +119,21 @@ func (e *Executor) runOn(ctx context.Context, p *process, req *protocol.ExecuteR
 	}
 }
 
-// afterDeath reports an execution whose worker's stream ended: the bound
-// that killed it, or WORKER_CRASHED.
-func (e *Executor) afterDeath(ctx context.Context, p *process, job sandbox.Job) (*protocol.ExecuteResult, error) {
+// reap waits until a worker whose stream ended has exited, killing it
+// when it has not after exitWait.
+func (p *process) reap() {
 	select {
 	case <-p.exited:
 	case <-time.After(exitWait):
 		p.kill(killProtocol)
 		<-p.exited
 	}
+}
+
+// afterDeath reports an execution whose worker's stream ended: the bound
+// that killed it, or WORKER_CRASHED.
+func (e *Executor) afterDeath(ctx context.Context, p *process, job sandbox.Job) (*protocol.ExecuteResult, error) {
+	p.reap()
 	reason := p.killedFor()
 	switch {
 	case reason == killClosed || (reason == killNone && e.isClosed()):
