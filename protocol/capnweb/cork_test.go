@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // countingConn records the Write calls that reach the network.
@@ -79,7 +80,9 @@ func TestCorkBoundsAndReset(t *testing.T) {
 
 // Through a real accepted WebSocket, answers that are queued together
 // reach the client intact and in order, in fewer network writes than
-// messages.
+// messages. The network is held (the test owns the cork's lock, which every
+// write takes) until at least two answers wait in the queue, so that the
+// writer finds a batch whatever the scheduler does.
 func TestAcceptedConnectionWritesABatchTogether(t *testing.T) {
 	gate := make(chan struct{})
 	main := Methods{
@@ -103,7 +106,21 @@ func TestAcceptedConnectionWritesABatchTogether(t *testing.T) {
 	waitStats(t, srv, Stats{Imports: 1, Exports: n + 1})
 	cork := srv.t.(*wsTransport).cork
 	before := cork.writes.Load()
+	cork.mu.Lock()
 	close(gate)
+	for queued := 0; queued < 2; {
+		srv.mu.Lock()
+		queued = len(srv.outq)
+		srv.mu.Unlock()
+		if queued < 2 {
+			if ctx.Err() != nil {
+				cork.mu.Unlock()
+				t.Fatal("the answers never queued up")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	cork.mu.Unlock()
 	for i, p := range ps {
 		v, err := p.Await(ctx)
 		if err != nil || v != float64(i) {
