@@ -554,7 +554,14 @@ func needsRemoteWalk(h *hole) bool {
 // walkStubs calls fn for every *Stub in a received or returned value. It
 // stops at the encoding depth limit, so a cyclic value cannot recurse
 // forever (it fails to encode anyway).
-func walkStubs(v any, fn func(*Stub)) { walkStubsDepth(v, fn, 0) }
+func walkStubs(v any, fn func(*Stub)) {
+	switch v.(type) {
+	case *Stub, []any, map[string]any, Object, *Error:
+		walkStubsDepth(v, fn, 0)
+	}
+	// Anything else holds no stub: most results are scalars, and skipping
+	// the walk's frame keeps a fresh goroutine from growing its stack.
+}
 
 func walkStubsDepth(v any, fn func(*Stub), depth int) {
 	if depth > DefaultMaxDepth+8 {
@@ -568,9 +575,7 @@ func walkStubsDepth(v any, fn func(*Stub), depth int) {
 			walkStubsDepth(el, fn, depth+1)
 		}
 	case map[string]any:
-		for _, el := range x {
-			walkStubsDepth(el, fn, depth+1)
-		}
+		walkMapStubs(x, fn, depth)
 	case Object:
 		for _, f := range x {
 			walkStubsDepth(f.Value, fn, depth+1)
@@ -579,6 +584,14 @@ func walkStubsDepth(v any, fn func(*Stub), depth int) {
 		if x != nil {
 			walkStubsDepth(x.Props, fn, depth+1)
 		}
+	}
+}
+
+// walkMapStubs is walkStubsDepth's map case, apart because a map iterator
+// makes a large frame that every other case would otherwise carry.
+func walkMapStubs(m map[string]any, fn func(*Stub), depth int) {
+	for _, el := range m {
+		walkStubsDepth(el, fn, depth+1)
 	}
 }
 

@@ -714,8 +714,16 @@ func (s *Session) handlePush(expr any) *ProtocolError {
 	// Arguments' stubs are released when the call settles, except those
 	// the result hands on, which live as long as the result's entry.
 	ex.prom.then(func(res any, _ error) {
-		inResult := map[*Stub]bool{}
-		walkStubs(res, func(st *Stub) { inResult[st] = true })
+		var inResult map[*Stub]bool
+		walkStubs(res, func(st *Stub) {
+			if inResult == nil {
+				inResult = map[*Stub]bool{}
+			}
+			inResult[st] = true
+		})
+		if inResult == nil && len(owned) == 0 {
+			return
+		}
 		s.mu.Lock()
 		var rel []func()
 		if !ex.freed && !s.ended {
