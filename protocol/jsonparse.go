@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -21,6 +22,22 @@ type JSONOptions struct {
 	// U+FFFD. By default it becomes its three-byte WTF-8 form, which
 	// StringifyForDispatch writes back as the same escape.
 	ReplaceLoneSurrogates bool
+	// Intern, when set, holds strings the caller expects to read often (a
+	// protocol's keywords): one written without escapes is returned as a
+	// shared value instead of a new allocation.
+	Intern *InternTable
+}
+
+// InternTable is a fixed set of strings that ParseJSON returns shared.
+type InternTable struct{ boxed map[string]any }
+
+// NewInternTable builds the table of words.
+func NewInternTable(words ...string) *InternTable {
+	t := &InternTable{boxed: make(map[string]any, len(words))}
+	for _, w := range words {
+		t.boxed[w] = w
+	}
+	return t
 }
 
 // ErrJSONTooDeep is matched (errors.Is) by the error of a document nested
@@ -132,6 +149,9 @@ func (p *jsonParser[T]) value(depth int) (any, error) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
+		if v, ok := p.interned(); ok {
+			return v, nil
+		}
 		return p.str()
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
@@ -187,6 +207,12 @@ func (p *jsonParser[T]) number() (any, error) {
 			return nil, p.fail("invalid number: no digits in the exponent")
 		}
 	}
+	if n, ok := smallInteger(p.s[start:p.i]); ok {
+		if p.opts.RawNumbers {
+			return smallIntegerTexts[n], nil
+		}
+		return smallIntegers[n], nil
+	}
 	text := string(p.s[start:p.i])
 	if p.opts.RawNumbers {
 		return json.Number(text), nil
@@ -197,6 +223,50 @@ func (p *jsonParser[T]) number() (any, error) {
 	}
 	// One too large for a double is ±Inf, as JSON.parse gives Infinity.
 	return f, nil
+}
+
+// smallIntegers and smallIntegerTexts hold, boxed once, the float64 and
+// the json.Number of every integer below smallIntegerLimit: ids, counts
+// and small arguments, most of the numbers of a protocol message, are read
+// without an allocation.
+const smallIntegerLimit = 1024
+
+var (
+	smallIntegers     [smallIntegerLimit]any
+	smallIntegerTexts [smallIntegerLimit]any
+)
+
+func init() {
+	for i := range smallIntegerLimit {
+		smallIntegers[i] = float64(i)
+		smallIntegerTexts[i] = json.Number(strconv.Itoa(i))
+	}
+}
+
+// BoxFloat64 returns f as an any. A small non-negative integer shares one
+// allocation made at start-up; any other value (-0 included) is boxed anew.
+func BoxFloat64(f float64) any {
+	if f >= 0 && f < smallIntegerLimit && f == float64(int(f)) && !(f == 0 && math.Signbit(f)) {
+		return smallIntegers[int(f)]
+	}
+	return f
+}
+
+// smallInteger reads a number literal made only of decimal digits, without
+// a leading zero, whose value is below smallIntegerLimit.
+func smallInteger[T string | []byte](lit T) (int, bool) {
+	if len(lit) == 0 || len(lit) > 4 || (lit[0] == '0' && len(lit) > 1) {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(lit); i++ {
+		c := lit[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n < smallIntegerLimit
 }
 
 func hexValue[T string | []byte](s T) (rune, bool) {
@@ -229,6 +299,27 @@ func (p *jsonParser[T]) appendLoneSurrogate(b []byte, r rune) []byte {
 // appendWTF8 appends a lone surrogate in its three-byte WTF-8 form.
 func appendWTF8(b []byte, r rune) []byte {
 	return append(b, 0xed, byte(0x80|(r>>6)&0x3f), byte(0x80|r&0x3f))
+}
+
+// interned reads the string at p.i when it is in the intern table, written
+// without escapes; otherwise it leaves p.i alone.
+func (p *jsonParser[T]) interned() (any, bool) {
+	if p.opts.Intern == nil {
+		return nil, false
+	}
+	for j := p.i + 1; j < len(p.s); j++ {
+		switch c := p.s[j]; {
+		case c == '"':
+			v, ok := p.opts.Intern.boxed[string(p.s[p.i+1:j])]
+			if ok {
+				p.i = j + 1
+			}
+			return v, ok
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 func (p *jsonParser[T]) str() (string, error) {

@@ -145,7 +145,7 @@ func parseNumber(s string) (any, error) {
 		}
 		return nil, protoErrorf("bad number %q", s)
 	}
-	return f, nil
+	return protocol.BoxFloat64(f), nil
 }
 
 func (ev *evaluator) special(v []any, depth int) (any, error) {

@@ -9,7 +9,16 @@ import (
 // json.Number until evaluated (ids and property paths are read from their
 // text), lone surrogate escapes become U+FFFD (a Go string holds UTF-8),
 // and objects come back as protocol.Object, members in text order.
-var messageJSON = protocol.JSONOptions{RawNumbers: true, ReplaceLoneSurrogates: true}
+// The wire's keywords are interned: a message's type and expression tags
+// are then read without allocating a string each.
+var messageJSON = protocol.JSONOptions{RawNumbers: true, ReplaceLoneSurrogates: true, Intern: wireWords}
+
+var wireWords = protocol.NewInternTable(
+	"push", "pull", "resolve", "reject", "release", "abort", "stream", "pipe",
+	"import", "pipeline", "export", "promise", "remap", "writable",
+	"undefined", "nan", "inf", "-inf", "bigint", "date", "bytes", "error",
+	"Error", "TypeError", "RangeError", "message", "stack", "code",
+)
 
 // parseJSON parses one JSON text; nesting beyond maxDepth is an error that
 // matches protocol.ErrJSONTooDeep.

@@ -149,3 +149,21 @@ func TestParseJSONScratchReuse(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseCallMessages reads the three messages a peer sends for one
+// call on the main object (push, pull, release), as the read loop does.
+func BenchmarkParseCallMessages(b *testing.B) {
+	msgs := [][]byte{
+		[]byte(`["push",["pipeline",0,["add"],[17,25]]]`),
+		[]byte(`["pull",17]`),
+		[]byte(`["release",17,1]`),
+	}
+	var scratch []any
+	for b.Loop() {
+		for _, m := range msgs {
+			if _, err := parseMessageScratch(m, DefaultMaxDepth, &scratch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package protocol
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// Small integers come from shared boxes; every other number is read as
+// before, and the shared boxes never change what a document means.
+func TestParseJSONNumbersAroundTheSharedRange(t *testing.T) {
+	cases := []struct {
+		text string
+		want float64
+	}{
+		{"0", 0}, {"7", 7}, {"17", 17}, {"1023", 1023}, {"1024", 1024}, {"99999", 99999},
+		{"-1", -1}, {"1.5", 1.5}, {"1e2", 100}, {"10.0", 10}, {"0.5", 0.5},
+	}
+	for _, c := range cases {
+		v, err := ParseJSON(c.text, JSONOptions{})
+		if err != nil {
+			t.Fatalf("ParseJSON(%s): %v", c.text, err)
+		}
+		if v != any(c.want) {
+			t.Errorf("ParseJSON(%s) = %#v, want %v", c.text, v, c.want)
+		}
+		raw, err := ParseJSON(c.text, JSONOptions{RawNumbers: true})
+		if err != nil {
+			t.Fatalf("ParseJSON(%s, raw): %v", c.text, err)
+		}
+		if raw != any(json.Number(c.text)) {
+			t.Errorf("ParseJSON(%s, raw) = %#v, want json.Number(%q)", c.text, raw, c.text)
+		}
+	}
+	v, err := ParseJSON("-0", JSONOptions{})
+	if f, ok := v.(float64); err != nil || !ok || f != 0 || !math.Signbit(f) {
+		t.Errorf("ParseJSON(-0) = %#v, %v; want negative zero", v, err)
+	}
+	for _, bad := range []string{"01", "00", "1.", "-", "1e"} {
+		if _, err := ParseJSON(bad, JSONOptions{}); err == nil {
+			t.Errorf("ParseJSON(%s) accepted an invalid number", bad)
+		}
+	}
+}
+
+func TestBoxFloat64(t *testing.T) {
+	for _, f := range []float64{0, 1, 255, 1023, 1024, -1, 0.5, math.Inf(1), math.NaN(), math.Copysign(0, -1)} {
+		got, ok := BoxFloat64(f).(float64)
+		if !ok || !(got == f || (math.IsNaN(f) && math.IsNaN(got))) || math.Signbit(got) != math.Signbit(f) {
+			t.Errorf("BoxFloat64(%v) = %#v", f, BoxFloat64(f))
+		}
+	}
+	if testing.AllocsPerRun(100, func() { _ = BoxFloat64(17) }) != 0 {
+		t.Error("BoxFloat64(17) allocates; small integers should share a box")
+	}
+}
+
+// An interned word is returned equal to its text, escaped or not; words
+// outside the table and strings that merely start like one read normally.
+func TestParseJSONIntern(t *testing.T) {
+	opts := JSONOptions{Intern: NewInternTable("push", "pull")}
+	v, err := ParseJSON(`["push","pu\u006cl","pusher","","push\"","pul"]`, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{"push", "pull", "pusher", "", `push"`, "pul"}
+	got := v.([]any)
+	if len(got) != len(want) {
+		t.Fatalf("got %#v, want %#v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("element %d = %#v, want %#v", i, got[i], want[i])
+		}
+	}
+	if _, err := ParseJSON(`"push`, opts); err == nil {
+		t.Error("an unterminated interned word was accepted")
+	}
+	doc := []byte(`["push",["pull",17]]`)
+	var scratch []any
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := ParseJSONScratch(doc, opts, &scratch); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Two arrays, each its elements and its slice header; no string, no number.
+	if allocs > 4 {
+		t.Errorf("parsing %s allocated %v times, want at most 4", doc, allocs)
+	}
+}
