@@ -203,7 +203,12 @@ func jsRate(t *testing.T, url, mode string, d time.Duration, inflight int, serve
 	node := requireInterop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "bench.mjs", url, mode, fmt.Sprint(d.Seconds()), fmt.Sprint(inflight))
+	args := []string{"bench.mjs", url, mode, fmt.Sprint(d.Seconds()), fmt.Sprint(inflight)}
+	cmd := exec.CommandContext(ctx, node, args...)
+	if cpus := os.Getenv("CAPNWEB_BENCH_CLIENT_CPUS"); cpus != "" {
+		// The client on CPUs of its own: see TestBenchReport.
+		cmd = exec.CommandContext(ctx, "taskset", append([]string{"-c", cpus, node}, args...)...)
+	}
 	cmd.Dir = interopDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { killGroup(cmd); return nil }
@@ -286,6 +291,20 @@ func machineDescription() string {
 		cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), nodeVersion)
 }
 
+// allowedCPUs is the CPU list this process may run on.
+func allowedCPUs() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
 // loadAverage is the 1-minute load average: how busy the machine was with other work.
 func loadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -299,6 +318,12 @@ func loadAverage() string {
 // a measurement, not a check, and takes about a minute: run it on purpose with
 //
 //	CAPNWEB_BENCH=1 go test -run TestBenchReport -v ./protocol/capnweb/
+//
+// Client and server then share the machine's CPUs. To measure the servers without the client
+// competing for theirs, give the client CPUs of its own: the servers (this process and the JS
+// server it starts) run on the CPUs taskset gives the test, the JS client on the ones named:
+//
+//	CAPNWEB_BENCH=1 CAPNWEB_BENCH_CLIENT_CPUS=0 taskset -c 1 go test -run TestBenchReport -v ./protocol/capnweb/
 func TestBenchReport(t *testing.T) {
 	if os.Getenv("CAPNWEB_BENCH") != "1" {
 		t.Skip("a measurement, not a test: set CAPNWEB_BENCH=1 to run it")
@@ -389,6 +414,10 @@ func TestBenchReport(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "machine: %s\n", machineDescription())
 	fmt.Fprintf(&report, "load average (1 min) before/after: %s/%s\n", loadBefore, loadAverage())
+	if cpus := os.Getenv("CAPNWEB_BENCH_CLIENT_CPUS"); cpus != "" {
+		fmt.Fprintf(&report, "JS client pinned to CPUs %s; servers (and the Go client) on CPUs %s, GOMAXPROCS %d\n",
+			cpus, allowedCPUs(), runtime.GOMAXPROCS(0))
+	}
 	fmt.Fprintf(&report, "%d rounds of %v per pairing, interleaved; figures are medians over the rounds\n\n", rounds, d)
 	fmt.Fprintf(&report, "| pairing | calls/s | lowest–highest round | server CPU µs per call |\n|---|---:|---:|---:|\n")
 	for _, r := range table {
