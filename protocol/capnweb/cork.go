@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The WebSocket library flushes every message with its own write system
@@ -88,10 +89,11 @@ func (c *corkConn) reset() {
 }
 
 // corkingWriter wraps an http.ResponseWriter so that the connection the
-// WebSocket library hijacks is a corkConn.
+// WebSocket library hijacks is a corkConn (over a pollConn).
 type corkingWriter struct {
 	http.ResponseWriter
-	conn *corkConn
+	readSpin time.Duration // how its reads poll: see pollConn
+	conn     *corkConn
 }
 
 func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -108,7 +110,7 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
-	w.conn = &corkConn{Conn: conn}
+	w.conn = &corkConn{Conn: newPollConn(conn, w.readSpin)}
 	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, brw.Writer.Size())), nil
 }
 

@@ -136,4 +136,13 @@
 // the session send an abort naming the problem and close with code 3000;
 // it never panics. Over WebSocket, a message beyond the read limit is
 // refused by the WebSocket library itself, which closes with 1009.
+//
+// # Performance
+//
+// A connection made by Accept writes the messages queued together in one
+// system call. With Options.ReadSpin it also polls an empty socket for a
+// moment before the runtime puts the read loop to sleep, which saves the
+// peer a thread wake-up per message when it answers quickly; it is off by
+// default because while a connection polls the runtime does not notice
+// other network I/O in the process (see poll.go and docs/benchmarks.md).
 package capnweb

@@ -40,6 +40,14 @@ type Options struct {
 	// CloseTimeout bounds flushing the last messages when the session
 	// ends; default 5s.
 	CloseTimeout time.Duration
+	// ReadSpin, when positive, is how long the read loop of a connection
+	// made by Accept keeps polling an empty socket before it lets the
+	// runtime wait for data, while messages have lately arrived within
+	// that time; zero or negative: never poll (the default). It trades
+	// CPU for latency, and while a connection polls the runtime does not
+	// look for other ready network I/O in the process (see poll.go): use
+	// it only in a process whose sessions are its only I/O.
+	ReadSpin time.Duration
 	// Dial and Accept are passed to coder/websocket by Dial and Accept.
 	Dial   *websocket.DialOptions
 	Accept *websocket.AcceptOptions

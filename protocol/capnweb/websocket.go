@@ -129,12 +129,13 @@ func Dial(ctx context.Context, url string, main Target, opts Options) (*Session,
 // without a subprotocol) and starts a session serving main over it. The
 // handler may return at once or wait on the session's Done.
 func Accept(w http.ResponseWriter, r *http.Request, main Target, opts Options) (*Session, error) {
-	cw := &corkingWriter{ResponseWriter: w}
+	opts = opts.withDefaults()
+	cw := &corkingWriter{ResponseWriter: w, readSpin: opts.ReadSpin}
 	conn, err := websocket.Accept(cw, r, opts.Accept)
 	if err != nil {
 		return nil, err
 	}
-	t := NewWebSocketTransport(conn, opts.withDefaults().MaxMessageSize).(*wsTransport)
+	t := NewWebSocketTransport(conn, opts.MaxMessageSize).(*wsTransport)
 	t.cork = cw.conn
 	return NewSession(t, main, opts), nil
 }
