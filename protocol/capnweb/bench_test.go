@@ -1,6 +1,7 @@
 package capnweb_test
 
-// Round trips over loopback WebSocket. The Benchmark functions measure the Go client against
+// Round trips over loopback WebSocket. The Go server is built by capnweb.Accept, as the
+// gateway and the executor server build theirs. The Benchmark functions measure the Go client against
 // the Go test server (and the JS server) with testing.B. TestBenchReport, run on purpose with
 // CAPNWEB_BENCH=1, measures every pairing side by side in one run — Go→Go, JS client→Go
 // server, JS client→JS server, Go client→JS server — for a small call and a call that
@@ -28,6 +29,8 @@ import (
 const (
 	// pipelineWindow is how many calls the pipelined measurements keep in flight.
 	pipelineWindow = 256
+	// benchReadSpin is the polling window of the report's second Go server.
+	benchReadSpin = 100 * time.Microsecond
 	// benchCallTimeout bounds one benchmark's calls, so a stuck peer fails it, not hangs it.
 	benchCallTimeout = 5 * time.Minute
 )
@@ -99,7 +102,7 @@ func benchmarkRoundTrips(b *testing.B, url string) {
 
 // BenchmarkRoundTripGoGo: a Go client calling a Go server, one call at a time.
 func BenchmarkRoundTripGoGo(b *testing.B) {
-	benchmarkRoundTrips(b, startGoServer(b, false, capnweb.Options{}).URL)
+	benchmarkRoundTrips(b, startGoServer(b, true, capnweb.Options{}).URL)
 }
 
 // BenchmarkRoundTripGoJS: a Go client calling the JS server, one call at a time.
@@ -137,7 +140,7 @@ func pipelined(ctx context.Context, sess *capnweb.Session, n int, deadline time.
 
 // BenchmarkPipelinedGoGo: many calls in flight on one Go→Go connection (goal ≥ 20,000/s).
 func BenchmarkPipelinedGoGo(b *testing.B) {
-	sess := dialSession(b, startGoServer(b, false, capnweb.Options{}).URL)
+	sess := dialSession(b, startGoServer(b, true, capnweb.Options{}).URL)
 	ctx, cancel := context.WithTimeout(context.Background(), benchCallTimeout)
 	defer cancel()
 	b.ResetTimer()
@@ -332,7 +335,10 @@ func TestBenchReport(t *testing.T) {
 		rounds = 5
 		d      = time.Second
 	)
-	goSrv := startGoServer(t, false, capnweb.Options{})
+	goSrv := startGoServer(t, true, capnweb.Options{})
+	// The same server with polling reads (Options.ReadSpin), measured with the JS client only:
+	// a Go client in this process would wait behind its polling (see poll.go).
+	goSpinSrv := startGoServer(t, true, capnweb.Options{ReadSpin: benchReadSpin})
 	jsSrv := startJSServer(t)
 	jsServerCPU := processCPU(jsSrv.PID)
 	loadBefore := loadAverage()
@@ -341,10 +347,11 @@ func TestBenchReport(t *testing.T) {
 	// machine hits them alike; the JS-server and Go-server runs of a round swap order every
 	// round, and each round gives one Go÷JS ratio. Figures are medians over the rounds.
 	const (
-		jsJS = "JS client → JS server"
-		jsGo = "JS client → Go server"
-		goGo = "Go client → Go server"
-		goJS = "Go client → JS server"
+		jsJS     = "JS client → JS server"
+		jsGo     = "JS client → Go server"
+		jsGoSpin = "JS client → Go server with ReadSpin 100 µs"
+		goGo     = "Go client → Go server"
+		goJS     = "Go client → JS server"
 	)
 	type row struct {
 		label     string
@@ -354,10 +361,12 @@ func TestBenchReport(t *testing.T) {
 	var table []*row
 	rateRatios := map[string][]float64{}
 	cpuRatios := map[string][]float64{}
+	spinRateRatios := map[string][]float64{}
+	spinCPURatios := map[string][]float64{}
 	modes := []string{"small", "callback", "pipelined"}
 	for _, mode := range modes {
 		rows := map[string]*row{}
-		for _, pair := range []string{jsJS, jsGo, goGo, goJS} {
+		for _, pair := range []string{jsJS, jsGo, jsGoSpin, goGo, goJS} {
 			label := mode + ": " + pair
 			if mode == "pipelined" {
 				window := 64
@@ -381,7 +390,12 @@ func TestBenchReport(t *testing.T) {
 			} else {
 				onGo, onJS = jsClient(goSrv.URL, selfCPU), jsClient(jsSrv.URL, jsServerCPU)
 			}
-			for pair, r := range map[string]jsRun{jsJS: onJS, jsGo: onGo} {
+			onSpin := jsClient(goSpinSrv.URL, selfCPU)
+			spinRateRatios[mode] = append(spinRateRatios[mode], onSpin.callsPerSec/onJS.callsPerSec)
+			if onJS.serverCPU > 0 {
+				spinCPURatios[mode] = append(spinCPURatios[mode], float64(onSpin.serverCPU)/float64(onJS.serverCPU))
+			}
+			for pair, r := range map[string]jsRun{jsJS: onJS, jsGo: onGo, jsGoSpin: onSpin} {
 				rows[pair].rates = append(rows[pair].rates, r.callsPerSec)
 				rows[pair].serverCPU = append(rows[pair].serverCPU, float64(r.serverCPU)/float64(time.Microsecond))
 			}
@@ -396,7 +410,7 @@ func TestBenchReport(t *testing.T) {
 				rows[goJS].rates = append(rows[goJS].rates, goRate(t, jsSrv.URL, mode, d))
 			}
 		}
-		for _, pair := range []string{jsJS, jsGo, goGo, goJS} {
+		for _, pair := range []string{jsJS, jsGo, jsGoSpin, goGo, goJS} {
 			if len(rows[pair].rates) > 0 {
 				table = append(table, rows[pair])
 			}
@@ -433,6 +447,12 @@ func TestBenchReport(t *testing.T) {
 	for _, mode := range modes {
 		fmt.Fprintf(&report, "| %s | %.2f (%s) | %.2f (%s) |\n", mode,
 			median(rateRatios[mode]), spread(rateRatios[mode]), median(cpuRatios[mode]), spread(cpuRatios[mode]))
+	}
+	fmt.Fprintf(&report, "\nThe same with the Go server's ReadSpin at 100 µs:\n\n")
+	fmt.Fprintf(&report, "| call | calls/s ratio | server CPU per call ratio |\n|---|---:|---:|\n")
+	for _, mode := range modes {
+		fmt.Fprintf(&report, "| %s | %.2f (%s) | %.2f (%s) |\n", mode,
+			median(spinRateRatios[mode]), spread(spinRateRatios[mode]), median(spinCPURatios[mode]), spread(spinCPURatios[mode]))
 	}
 	for _, r := range table {
 		if strings.HasPrefix(r.label, "small, pipelined") && strings.HasSuffix(r.label, goGo) {
