@@ -2,7 +2,10 @@ package protocol
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -87,4 +90,58 @@ func TestParseJSONIntern(t *testing.T) {
 	if allocs > 4 {
 		t.Errorf("parsing %s allocated %v times, want at most 4", doc, allocs)
 	}
+}
+
+// fuzzWords is an intern table for the differential fuzzer: interned and
+// ordinary strings must read alike.
+var fuzzWords = NewInternTable("a", "push", "pull", "1", "")
+
+// FuzzParseJSONAgreesWithEncodingJSON: ParseJSON accepts exactly the texts
+// encoding/json finds valid (but for nesting past its bound) and reads them
+// to the same values, numbers as float64 and as json.Number; only numbers
+// too large for a double differ on purpose (Infinity, as JSON.parse gives,
+// where encoding/json refuses).
+func FuzzParseJSONAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`["push",["pipeline",0,["add"],[17,25]]]`, `["pull",17]`, `[0,1,1023,1024,-0,-1,01]`, `{"a":1,"a":"a","b":[]}`,
+		`"pu\u0073h"`, `"\ud800"`, "\"\xff\"", `1e400`, `[1.5e3,0.0,10]`, `{}`, `[]`, ` 7 `, `[1,]`, `"push`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, raw := range []bool{false, true} {
+			got, err := ParseJSON(text, JSONOptions{RawNumbers: raw, ReplaceLoneSurrogates: true, Intern: fuzzWords})
+			valid := json.Valid([]byte(text))
+			if valid != (err == nil) {
+				if errors.Is(err, ErrJSONTooDeep) {
+					return
+				}
+				t.Fatalf("ParseJSON(%q, raw=%v) error %v; encoding/json finds it valid: %v", text, raw, err, valid)
+			}
+			if !valid {
+				return
+			}
+			// Compared in encoding/json's shapes: what ParseJSON read, written
+			// out (Object writes its members in order) and read back.
+			decode := func(text string) (any, error) {
+				dec := json.NewDecoder(strings.NewReader(text))
+				if raw {
+					dec.UseNumber()
+				}
+				var v any
+				return v, dec.Decode(&v)
+			}
+			want, err := decode(text)
+			if err != nil {
+				return // a number out of a double's range
+			}
+			written, err := json.Marshal(got)
+			if err != nil {
+				t.Fatalf("ParseJSON(%q, raw=%v) = %#v, which encoding/json cannot write: %v", text, raw, got, err)
+			}
+			if g, err := decode(string(written)); err != nil || !reflect.DeepEqual(g, want) {
+				t.Fatalf("ParseJSON(%q, raw=%v) = %#v (%v); encoding/json reads %#v", text, raw, g, err, want)
+			}
+		}
+	})
 }
