@@ -29,13 +29,17 @@ type JSONOptions struct {
 }
 
 // InternTable is a fixed set of strings that ParseJSON returns shared.
-type InternTable struct{ boxed map[string]any }
+type InternTable struct {
+	boxed  map[string]any
+	maxLen int // the longest word: a longer string is not looked up
+}
 
 // NewInternTable builds the table of words.
 func NewInternTable(words ...string) *InternTable {
 	t := &InternTable{boxed: make(map[string]any, len(words))}
 	for _, w := range words {
 		t.boxed[w] = w
+		t.maxLen = max(t.maxLen, len(w))
 	}
 	return t
 }
@@ -307,7 +311,9 @@ func (p *jsonParser[T]) interned() (any, bool) {
 	if p.opts.Intern == nil {
 		return nil, false
 	}
-	for j := p.i + 1; j < len(p.s); j++ {
+	// Only as far as the longest word: a long string is read once, by str.
+	end := min(len(p.s), p.i+1+p.opts.Intern.maxLen+1)
+	for j := p.i + 1; j < end; j++ {
 		switch c := p.s[j]; {
 		case c == '"':
 			v, ok := p.opts.Intern.boxed[string(p.s[p.i+1:j])]
