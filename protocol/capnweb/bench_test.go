@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -349,7 +350,7 @@ func TestBenchReport(t *testing.T) {
 	const (
 		jsJS     = "JS client → JS server"
 		jsGo     = "JS client → Go server"
-		jsGoSpin = "JS client → Go server with ReadSpin 100 µs"
+		jsGoSpin = "JS client → Go server with ReadSpin"
 		goGo     = "Go client → Go server"
 		goJS     = "Go client → JS server"
 	)
@@ -359,10 +360,8 @@ func TestBenchReport(t *testing.T) {
 		serverCPU []float64 // µs of server CPU per call, JS-client rows only
 	}
 	var table []*row
-	rateRatios := map[string][]float64{}
-	cpuRatios := map[string][]float64{}
-	spinRateRatios := map[string][]float64{}
-	spinCPURatios := map[string][]float64{}
+	// Go server ÷ JS server per round: the default server and the polling one.
+	goRatios, spinRatios := newRatioSet(), newRatioSet()
 	modes := []string{"small", "callback", "pipelined"}
 	for _, mode := range modes {
 		rows := map[string]*row{}
@@ -391,18 +390,12 @@ func TestBenchReport(t *testing.T) {
 				onGo, onJS = jsClient(goSrv.URL, selfCPU), jsClient(jsSrv.URL, jsServerCPU)
 			}
 			onSpin := jsClient(goSpinSrv.URL, selfCPU)
-			spinRateRatios[mode] = append(spinRateRatios[mode], onSpin.callsPerSec/onJS.callsPerSec)
-			if onJS.serverCPU > 0 {
-				spinCPURatios[mode] = append(spinCPURatios[mode], float64(onSpin.serverCPU)/float64(onJS.serverCPU))
-			}
+			spinRatios.add(mode, onSpin, onJS)
 			for pair, r := range map[string]jsRun{jsJS: onJS, jsGo: onGo, jsGoSpin: onSpin} {
 				rows[pair].rates = append(rows[pair].rates, r.callsPerSec)
 				rows[pair].serverCPU = append(rows[pair].serverCPU, float64(r.serverCPU)/float64(time.Microsecond))
 			}
-			rateRatios[mode] = append(rateRatios[mode], onGo.callsPerSec/onJS.callsPerSec)
-			if onJS.serverCPU > 0 {
-				cpuRatios[mode] = append(cpuRatios[mode], float64(onGo.serverCPU)/float64(onJS.serverCPU))
-			}
+			goRatios.add(mode, onGo, onJS)
 			if mode == "pipelined" {
 				rows[goGo].rates = append(rows[goGo].rates, goPipelinedRate(t, goSrv.URL, d))
 			} else {
@@ -417,14 +410,6 @@ func TestBenchReport(t *testing.T) {
 		}
 	}
 
-	spread := func(xs []float64) string {
-		if len(xs) == 0 {
-			return "–"
-		}
-		s := append([]float64(nil), xs...)
-		sort.Float64s(s)
-		return fmt.Sprintf("%.2f–%.2f", s[0], s[len(s)-1])
-	}
 	var report strings.Builder
 	fmt.Fprintf(&report, "machine: %s\n", machineDescription())
 	fmt.Fprintf(&report, "load average (1 min) before/after: %s/%s\n", loadBefore, loadAverage())
@@ -443,17 +428,9 @@ func TestBenchReport(t *testing.T) {
 		fmt.Fprintf(&report, "| %s | %.0f | %.0f–%.0f | %s |\n", r.label, median(r.rates), lo, hi, cpu)
 	}
 	fmt.Fprintf(&report, "\nGo server ÷ JS server for the same JS client, median of the per-round ratios (lowest–highest):\n\n")
-	fmt.Fprintf(&report, "| call | calls/s ratio | server CPU per call ratio |\n|---|---:|---:|\n")
-	for _, mode := range modes {
-		fmt.Fprintf(&report, "| %s | %.2f (%s) | %.2f (%s) |\n", mode,
-			median(rateRatios[mode]), spread(rateRatios[mode]), median(cpuRatios[mode]), spread(cpuRatios[mode]))
-	}
-	fmt.Fprintf(&report, "\nThe same with the Go server's ReadSpin at 100 µs:\n\n")
-	fmt.Fprintf(&report, "| call | calls/s ratio | server CPU per call ratio |\n|---|---:|---:|\n")
-	for _, mode := range modes {
-		fmt.Fprintf(&report, "| %s | %.2f (%s) | %.2f (%s) |\n", mode,
-			median(spinRateRatios[mode]), spread(spinRateRatios[mode]), median(spinCPURatios[mode]), spread(spinCPURatios[mode]))
-	}
+	goRatios.write(&report, modes)
+	fmt.Fprintf(&report, "\nThe same with the Go server's ReadSpin at %v:\n\n", benchReadSpin)
+	spinRatios.write(&report, modes)
 	for _, r := range table {
 		if strings.HasPrefix(r.label, "small, pipelined") && strings.HasSuffix(r.label, goGo) {
 			m := median(r.rates)
@@ -461,4 +438,38 @@ func TestBenchReport(t *testing.T) {
 		}
 	}
 	t.Log("\n" + report.String())
+}
+
+// ratioSet gathers, per call mode, one Go-server ÷ JS-server ratio per round of calls/s and of
+// server CPU per call.
+type ratioSet struct{ rate, cpu map[string][]float64 }
+
+func newRatioSet() ratioSet {
+	return ratioSet{rate: map[string][]float64{}, cpu: map[string][]float64{}}
+}
+
+func (rs ratioSet) add(mode string, onGo, onJS jsRun) {
+	rs.rate[mode] = append(rs.rate[mode], onGo.callsPerSec/onJS.callsPerSec)
+	if onJS.serverCPU > 0 {
+		rs.cpu[mode] = append(rs.cpu[mode], float64(onGo.serverCPU)/float64(onJS.serverCPU))
+	}
+}
+
+// write prints the medians with the lowest and highest round, a row per mode.
+func (rs ratioSet) write(w io.Writer, modes []string) {
+	fmt.Fprintf(w, "| call | calls/s ratio | server CPU per call ratio |\n|---|---:|---:|\n")
+	for _, mode := range modes {
+		fmt.Fprintf(w, "| %s | %.2f (%s) | %.2f (%s) |\n", mode,
+			median(rs.rate[mode]), spread(rs.rate[mode]), median(rs.cpu[mode]), spread(rs.cpu[mode]))
+	}
+}
+
+// spread is the lowest and highest of xs.
+func spread(xs []float64) string {
+	if len(xs) == 0 {
+		return "–"
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return fmt.Sprintf("%.2f–%.2f", s[0], s[len(s)-1])
 }
