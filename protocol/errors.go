@@ -1,10 +1,13 @@
 package protocol
 
 import (
+	"errors"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Declared failures.
@@ -18,9 +21,10 @@ import (
 //
 // A declared failure travels as text: inside the result envelope's error,
 // or as the message of the error the sandbox throws where the program
-// touched the capability. Three of them (QueueOverflowError,
-// ResponseTooLargeError, HandlesClosedError) are faults the calling
-// application meets on a thrown error; they implement Coded.
+// touched the capability. Five of them (QueueOverflowError,
+// QueueTimeoutError, TenantLimitError, ResponseTooLargeError,
+// HandlesClosedError) are faults the calling application meets on a thrown
+// error; they implement Coded.
 
 // The two pinned texts of the dispatch grammar.
 const (
@@ -373,27 +377,151 @@ func (e *HandlesClosedError) Error() string {
 func (*HandlesClosedError) FaultCode() Code { return CodeHandlesClosed }
 
 // QueueOverflowError: execute was turned away because the pool's queue is
-// at its bound. It carries CodeQueueOverflow, which is retryable.
+// at its bound. It carries CodeQueueOverflow, which is retryable, and says
+// how long to wait.
 //
-//	The executor's queue is full at its bound of <bound> waiting executions, so this one was turned away before it ran. Try it again after a short wait.
+//	The executor's queue is full at its bound of <bound> waiting executions, so this one was turned away before it ran. Try it again in <retryAfter> ms.
 type QueueOverflowError struct {
-	Bound int // how many executions may wait
+	Bound      int           // how many executions may wait
+	RetryAfter time.Duration // how long the caller should wait, in whole milliseconds
 }
 
-// NewQueueOverflowError composes the text for a queue of bound places.
-func NewQueueOverflowError(bound int) *QueueOverflowError { return &QueueOverflowError{Bound: bound} }
+// NewQueueOverflowError composes the text for a queue of bound places and
+// a wait of retryAfter (rounded up to whole milliseconds, at least one).
+func NewQueueOverflowError(bound int, retryAfter time.Duration) *QueueOverflowError {
+	return &QueueOverflowError{Bound: bound, RetryAfter: wholeMillis(retryAfter)}
+}
 
 const (
 	queueOverflowPrefix = "The executor's queue is full at its bound of "
-	queueOverflowSuffix = " waiting executions, so this one was turned away before it ran. Try it again after a short wait."
+	queueOverflowMiddle = " waiting executions, so this one was turned away before it ran."
 )
 
 func (e *QueueOverflowError) Error() string {
-	return queueOverflowPrefix + strconv.Itoa(e.Bound) + queueOverflowSuffix
+	return queueOverflowPrefix + strconv.Itoa(e.Bound) + queueOverflowMiddle + retrySentence(e.RetryAfter)
 }
 
 // FaultCode is CodeQueueOverflow.
 func (*QueueOverflowError) FaultCode() Code { return CodeQueueOverflow }
+
+// RetryAfterHint is how long the caller should wait before trying again.
+func (e *QueueOverflowError) RetryAfterHint() time.Duration { return e.RetryAfter }
+
+// QueueTimeoutError: execute waited for room on the executor for as long
+// as the executor lets an execution wait, and was turned away. It carries
+// CodeQueueOverflow, which is retryable, and says how long to wait.
+//
+//	This execution waited its bound of <waited> ms for room on the executor, so it was turned away before it ran. Try it again in <retryAfter> ms.
+type QueueTimeoutError struct {
+	Waited     time.Duration // the executor's bound on waiting, in whole milliseconds
+	RetryAfter time.Duration // how long the caller should wait, in whole milliseconds
+}
+
+// NewQueueTimeoutError composes the text for a wait bound of waited and a
+// retry after retryAfter (both rounded up to whole milliseconds).
+func NewQueueTimeoutError(waited, retryAfter time.Duration) *QueueTimeoutError {
+	return &QueueTimeoutError{Waited: wholeMillis(waited), RetryAfter: wholeMillis(retryAfter)}
+}
+
+const (
+	queueTimeoutPrefix = "This execution waited its bound of "
+	queueTimeoutMiddle = " ms for room on the executor, so it was turned away before it ran."
+)
+
+func (e *QueueTimeoutError) Error() string {
+	return queueTimeoutPrefix + strconv.FormatInt(e.Waited.Milliseconds(), 10) + queueTimeoutMiddle + retrySentence(e.RetryAfter)
+}
+
+// FaultCode is CodeQueueOverflow.
+func (*QueueTimeoutError) FaultCode() Code { return CodeQueueOverflow }
+
+// RetryAfterHint is how long the caller should wait before trying again.
+func (e *QueueTimeoutError) RetryAfterHint() time.Duration { return e.RetryAfter }
+
+// TenantLimitError: execute was turned away because the calling tenant is
+// at one of its bounds: a rate, a concurrency cap or a budget over a window.
+// It carries CodeQueueOverflow, which is retryable, and says how long to
+// wait. Limit names the bound in words, as "8 executions in flight".
+//
+//	Tenant "<tenant>" is at its bound of <limit>, so this execution was turned away before it started. Try it again in <retryAfter> ms.
+type TenantLimitError struct {
+	Tenant     string
+	Limit      string        // the bound in words
+	RetryAfter time.Duration // how long the caller should wait, in whole milliseconds
+}
+
+// NewTenantLimitError composes the text for tenant at limit, with a retry
+// after retryAfter (rounded up to whole milliseconds, at least one).
+func NewTenantLimitError(tenant, limit string, retryAfter time.Duration) *TenantLimitError {
+	return &TenantLimitError{Tenant: tenant, Limit: limit, RetryAfter: wholeMillis(retryAfter)}
+}
+
+const (
+	tenantLimitPrefix = `Tenant "`
+	tenantLimitMiddle = `" is at its bound of `
+	tenantLimitSuffix = ", so this execution was turned away before it started."
+)
+
+func (e *TenantLimitError) Error() string {
+	return tenantLimitPrefix + e.Tenant + tenantLimitMiddle + e.Limit + tenantLimitSuffix + retrySentence(e.RetryAfter)
+}
+
+// FaultCode is CodeQueueOverflow.
+func (*TenantLimitError) FaultCode() Code { return CodeQueueOverflow }
+
+// RetryAfterHint is how long the caller should wait before trying again.
+func (e *TenantLimitError) RetryAfterHint() time.Duration { return e.RetryAfter }
+
+// RetryHinter is implemented by the faults that say how long to wait before
+// trying again: the queue and tenant-bound refusals.
+type RetryHinter interface {
+	RetryAfterHint() time.Duration
+}
+
+// RetryAfterProp is the own property that carries a fault's retry hint on
+// the wire, in milliseconds, beside its code.
+const RetryAfterProp = "retryAfterMs"
+
+// RetryAfterOf returns how long err says to wait before trying again: the
+// hint of a RetryHinter anywhere in its chain, else the retryAfterMs
+// property a fault carried across the wire. ok is false when it says
+// nothing.
+func RetryAfterOf(err error) (d time.Duration, ok bool) {
+	var h RetryHinter
+	if errors.As(err, &h) {
+		return h.RetryAfterHint(), true
+	}
+	var f *Fault
+	if errors.As(err, &f) {
+		if ms, isNum := f.Props[RetryAfterProp].(float64); isNum && ms >= 0 && ms <= float64(math.MaxInt64/int64(time.Millisecond)) {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	return 0, false
+}
+
+const (
+	retryPrefix = " Try it again in "
+	retrySuffix = " ms."
+)
+
+// retrySentence is the second sentence of the queue and tenant-bound
+// refusals: what remains possible, and when.
+func retrySentence(d time.Duration) string {
+	return retryPrefix + strconv.FormatInt(d.Milliseconds(), 10) + retrySuffix
+}
+
+// wholeMillis rounds d up to whole milliseconds, at least one: a hint of
+// zero would invite a retry storm.
+func wholeMillis(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return time.Millisecond
+	}
+	if r := d % time.Millisecond; r != 0 {
+		d += time.Millisecond - r
+	}
+	return d
+}
 
 // ResponseTooLargeError: the server measured the result envelope, or a
 // handle invocation's response, above its response limit. It carries

@@ -2,9 +2,11 @@ package protocol
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Each test below pins one declared failure's text. The literals in the
@@ -200,13 +202,63 @@ func TestHandlesClosedErrorText(t *testing.T) {
 }
 
 func TestQueueOverflowErrorText(t *testing.T) {
-	err := NewQueueOverflowError(64)
-	want := "The executor's queue is full at its bound of 64 waiting executions, so this one was turned away before it ran. Try it again after a short wait."
+	err := NewQueueOverflowError(64, 250*time.Millisecond)
+	want := "The executor's queue is full at its bound of 64 waiting executions, so this one was turned away before it ran. Try it again in 250 ms."
 	if err.Error() != want {
 		t.Errorf("got  %q\nwant %q", err.Error(), want)
 	}
 	if CodeOf(err) != CodeQueueOverflow || !IsRetryable(err) {
 		t.Errorf("code %q", CodeOf(err))
+	}
+	if d, ok := RetryAfterOf(err); !ok || d != 250*time.Millisecond {
+		t.Errorf("RetryAfterOf = %v, %v", d, ok)
+	}
+}
+
+func TestQueueTimeoutErrorText(t *testing.T) {
+	err := NewQueueTimeoutError(10*time.Second, 1500*time.Microsecond)
+	want := "This execution waited its bound of 10000 ms for room on the executor, so it was turned away before it ran. Try it again in 2 ms."
+	if err.Error() != want {
+		t.Errorf("got  %q\nwant %q", err.Error(), want)
+	}
+	if CodeOf(err) != CodeQueueOverflow || !IsRetryable(err) {
+		t.Errorf("code %q", CodeOf(err))
+	}
+	if d, ok := RetryAfterOf(fmt.Errorf("wrapped: %w", err)); !ok || d != 2*time.Millisecond {
+		t.Errorf("RetryAfterOf = %v, %v", d, ok)
+	}
+}
+
+func TestTenantLimitErrorText(t *testing.T) {
+	err := NewTenantLimitError("acme", "8 executions in flight", 0)
+	want := `Tenant "acme" is at its bound of 8 executions in flight, so this execution was turned away before it started. Try it again in 1 ms.`
+	if err.Error() != want {
+		t.Errorf("got  %q\nwant %q", err.Error(), want)
+	}
+	if CodeOf(err) != CodeQueueOverflow || !IsRetryable(err) {
+		t.Errorf("code %q", CodeOf(err))
+	}
+	if d, ok := RetryAfterOf(err); !ok || d != time.Millisecond {
+		t.Errorf("RetryAfterOf = %v, %v (a hint is never zero)", d, ok)
+	}
+}
+
+func TestRetryAfterOfSaysNothingForOtherErrors(t *testing.T) {
+	for _, err := range []error{nil, errors.New("x"), NewFault(CodeWorkerCrashed, "crashed"), NewHandlesClosedError("e")} {
+		if d, ok := RetryAfterOf(err); ok {
+			t.Errorf("%v: RetryAfterOf = %v", err, d)
+		}
+	}
+	// A fault that crossed the wire with the property says it.
+	f := &Fault{Code: CodeQueueOverflow, Message: "busy", Props: map[string]any{RetryAfterProp: 40.0}}
+	if d, ok := RetryAfterOf(f); !ok || d != 40*time.Millisecond {
+		t.Errorf("from the property: %v, %v", d, ok)
+	}
+	for _, bad := range []any{-1.0, "40", 1e300} {
+		f.Props[RetryAfterProp] = bad
+		if d, ok := RetryAfterOf(f); ok {
+			t.Errorf("property %v read as %v", bad, d)
+		}
 	}
 }
 
@@ -265,7 +317,9 @@ func TestDeclaredFailureGrammar(t *testing.T) {
 		NewReservedProviderNameError("console"),
 		NewDuplicateProviderNameError("a"),
 		NewPayloadTooLargeError(PartToolCall, 2, 1),
-		NewQueueOverflowError(1),
+		NewQueueOverflowError(1, time.Second),
+		NewQueueTimeoutError(time.Second, time.Second),
+		NewTenantLimitError("t", "1 execution in flight", time.Second),
 		NewResponseTooLargeError(2, 1),
 		&InvalidTimeoutError{Millis: -1},
 		NewSharedMemoryAbsentError(),

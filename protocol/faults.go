@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Code is a fault code from the contract's taxonomy. A fault is the
@@ -148,13 +149,7 @@ func Rehydrate(message string, code Code, props map[string]any) error {
 			}
 		}
 	case CodeQueueOverflow:
-		if n, ok := strings.CutPrefix(message, queueOverflowPrefix); ok {
-			if n, ok = strings.CutSuffix(n, queueOverflowSuffix); ok {
-				if bound, ok := canonicalInt(n); ok {
-					f.Err = NewQueueOverflowError(bound)
-				}
-			}
-		}
+		f.Err = rehydrateQueueFailure(message)
 	case CodeResponseTooLarge:
 		if rest, ok := strings.CutPrefix(message, responseTooLargePrefix); ok {
 			if rest, ok = strings.CutSuffix(rest, responseTooLargeSuffix); ok {
@@ -169,6 +164,57 @@ func Rehydrate(message string, code Code, props map[string]any) error {
 		}
 	}
 	return f
+}
+
+// rehydrateQueueFailure rebuilds the QUEUE_OVERFLOW failure whose composed
+// text message is, or returns nil when it is none of them exactly.
+func rehydrateQueueFailure(message string) error {
+	rest, retry, ok := cutRetrySentence(message)
+	if !ok {
+		return nil
+	}
+	if n, ok := strings.CutPrefix(rest, queueOverflowPrefix); ok {
+		if n, ok = strings.CutSuffix(n, queueOverflowMiddle); ok {
+			if bound, ok := canonicalInt(n); ok {
+				return NewQueueOverflowError(bound, retry)
+			}
+		}
+		return nil
+	}
+	if n, ok := strings.CutPrefix(rest, queueTimeoutPrefix); ok {
+		if n, ok = strings.CutSuffix(n, queueTimeoutMiddle); ok {
+			if ms, ok := canonicalInt(n); ok && ms > 0 {
+				return NewQueueTimeoutError(time.Duration(ms)*time.Millisecond, retry)
+			}
+		}
+		return nil
+	}
+	if tl, ok := strings.CutPrefix(rest, tenantLimitPrefix); ok {
+		if tl, ok = strings.CutSuffix(tl, tenantLimitSuffix); ok {
+			if tenant, limit, ok := strings.Cut(tl, tenantLimitMiddle); ok {
+				return NewTenantLimitError(tenant, limit, retry)
+			}
+		}
+	}
+	return nil
+}
+
+// cutRetrySentence splits the retry sentence off the end of a queue or
+// tenant-bound text: what comes before it and the wait it names.
+func cutRetrySentence(message string) (rest string, retry time.Duration, ok bool) {
+	body, ok := strings.CutSuffix(message, retrySuffix)
+	if !ok {
+		return "", 0, false
+	}
+	i := strings.LastIndex(body, retryPrefix)
+	if i < 0 {
+		return "", 0, false
+	}
+	ms, ok := canonicalInt(body[i+len(retryPrefix):])
+	if !ok || ms < 1 {
+		return "", 0, false
+	}
+	return body[:i], time.Duration(ms) * time.Millisecond, true
 }
 
 // canonicalInt parses s when it is exactly how strconv.Itoa writes an int,

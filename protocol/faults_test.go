@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestRetryable(t *testing.T) {
@@ -51,7 +52,10 @@ func TestRehydrateTypedFailures(t *testing.T) {
 		NewHandlesClosedError("ex-1"),
 		NewHandlesClosedError(`id with "quotes" inside`),
 		NewHandlesClosedError(""),
-		NewQueueOverflowError(64),
+		NewQueueOverflowError(64, 120*time.Millisecond),
+		NewQueueTimeoutError(5*time.Second, 80*time.Millisecond),
+		NewTenantLimitError("acme", "20 executions started per second", 51*time.Millisecond),
+		NewTenantLimitError("acme", "a budget of 600000 ms of run-clock time per 1h0m0s, so far 600012", time.Hour),
 		NewResponseTooLargeError(2000000, 1048576),
 	} {
 		err := Rehydrate(orig.Error(), orig.FaultCode(), props)
@@ -86,7 +90,11 @@ func TestRehydrateMessageThatIsNotTheText(t *testing.T) {
 	}{
 		{"handles gone", CodeHandlesClosed},
 		{`Execution "x" holds no handles.`, CodeHandlesClosed},
-		{"The executor's queue is full at its bound of 064 waiting executions, so this one was turned away before it ran. Try it again after a short wait.", CodeQueueOverflow},
+		{"The executor's queue is full at its bound of 064 waiting executions, so this one was turned away before it ran. Try it again in 5 ms.", CodeQueueOverflow},
+		{"The executor's queue is full at its bound of 64 waiting executions, so this one was turned away before it ran. Try it again in 0 ms.", CodeQueueOverflow},
+		{"The executor's queue is full at its bound of 64 waiting executions, so this one was turned away before it ran. Try it again after a short wait.", CodeQueueOverflow},
+		{"This execution waited its bound of 0 ms for room on the executor, so it was turned away before it ran. Try it again in 5 ms.", CodeQueueOverflow},
+		{`Tenant "a" is over, so this execution was turned away before it started. Try it again in 5 ms.`, CodeQueueOverflow},
 		{"The response is big", CodeResponseTooLarge},
 	} {
 		err := Rehydrate(c.msg, c.code, nil)
@@ -95,8 +103,10 @@ func TestRehydrateMessageThatIsNotTheText(t *testing.T) {
 		}
 		var hc *HandlesClosedError
 		var qo *QueueOverflowError
+		var qt *QueueTimeoutError
+		var tl *TenantLimitError
 		var rt *ResponseTooLargeError
-		if errors.As(err, &hc) || errors.As(err, &qo) || errors.As(err, &rt) {
+		if errors.As(err, &hc) || errors.As(err, &qo) || errors.As(err, &qt) || errors.As(err, &tl) || errors.As(err, &rt) {
 			t.Errorf("%q: a typed failure was guessed", c.msg)
 		}
 	}

@@ -296,7 +296,7 @@ func (e *Executor) acquire(ctx context.Context) error {
 	if e.waiting >= e.opts.QueueBound {
 		e.mu.Unlock()
 		e.stats.queueOverflows.Add(1)
-		return protocol.NewQueueOverflowError(e.opts.QueueBound)
+		return protocol.NewQueueOverflowError(e.opts.QueueBound, 100*time.Millisecond)
 	}
 	e.waiting++
 	e.mu.Unlock()

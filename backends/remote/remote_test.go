@@ -284,8 +284,13 @@ func TestFaultsAreRehydrated(t *testing.T) {
 	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || !errors.As(err, &qo) || !protocol.IsRetryable(err) {
 		t.Fatalf("got %v (%T)", err, err)
 	}
-	if err.Error() != protocol.NewQueueOverflowError(4).Error() {
+	if err.Error() != protocol.NewQueueOverflowError(4, 40*time.Millisecond).Error() {
 		t.Fatalf("text %q changed on the way", err)
+	}
+	// The hint also crossed as the retryAfterMs property.
+	var f *protocol.Fault
+	if !errors.As(err, &f) || f.Props[protocol.RetryAfterProp] != 40.0 {
+		t.Fatalf("props %#v", f)
 	}
 	_, err = e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "fault:INTERNAL"})
 	if protocol.CodeOf(err) != protocol.CodeInternal || err.Error() != "the far side failed with INTERNAL" {

@@ -288,6 +288,11 @@ func errorToJS(err error) *Error {
 	out := &Error{Name: "Error", Message: err.Error()}
 	if c := protocol.CodeOf(err); c != "" {
 		out.Props = Object{{Key: "code", Value: string(c)}}
+		// A refusal that says when to retry says it as a number too, so a
+		// client need not parse the text.
+		if d, ok := protocol.RetryAfterOf(err); ok {
+			out.Props = append(out.Props, Field{Key: protocol.RetryAfterProp, Value: float64(d.Milliseconds())})
+		}
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -92,7 +93,7 @@ func (f *Recorder) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 	case "fault":
 		switch protocol.Code(rest) {
 		case protocol.CodeQueueOverflow:
-			return nil, protocol.NewQueueOverflowError(4)
+			return nil, protocol.NewQueueOverflowError(4, 40*time.Millisecond)
 		default:
 			return nil, protocol.NewFault(protocol.Code(rest), "the far side failed with "+rest)
 		}
