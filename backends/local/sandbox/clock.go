@@ -82,3 +82,19 @@ func (c *runClock) disarm() (fired bool) {
 	c.once.Do(func() { fired = false })
 	return fired
 }
+
+// suspend stops the clock even when it measures wall time, and reports
+// whether it was running: the run waits for its process's CPU, which is no
+// time of its own.
+func (c *runClock) suspend() bool {
+	if !c.running {
+		return false
+	}
+	c.timer.Stop()
+	c.spent += time.Since(c.since)
+	c.running = false
+	return true
+}
+
+// left is what remains of the bound.
+func (c *runClock) left() time.Duration { return c.bound - c.elapsed() }

@@ -41,6 +41,9 @@ type Retained struct {
 	ended   chan struct{}
 	// endText is why the session ended; read it only after ended closed.
 	endText string
+	// between bounds one piece of work between invocations in a shared
+	// process; touched only by the serve goroutine.
+	between *time.Timer
 }
 
 type pendingInvocation struct {
@@ -169,19 +172,31 @@ func (r *Retained) serve() {
 			}
 		}
 		waitC := s.nextTimer(wait)
+		s.leave()
 		select {
 		case task := <-s.tasks:
+			if !r.enter(cur) {
+				break
+			}
 			if cur != nil {
 				cur.clock.resume()
 			}
 			task()
+			r.done(cur)
 		case <-waitC:
+			if !r.enter(cur) {
+				break
+			}
 			if cur != nil {
 				cur.clock.resume()
 			}
 			s.fireTimers()
+			r.done(cur)
 		case inv := <-invokes:
 			cur = inv
+			if !r.enter(cur) {
+				break
+			}
 			cur.clock.resume()
 			s.startInvocation(cur)
 		case <-expired:
@@ -208,6 +223,42 @@ func (r *Retained) serve() {
 	if cur != nil {
 		cur.clock.disarm()
 	}
+	s.leave()
+}
+
+// enter takes the process's gate for one piece of the session's work. During
+// an invocation the work runs on the invocation's clock. Between
+// invocations nothing spends a bound, but a process shared with other runs
+// cannot give one callback its CPU without end: a callback that runs past
+// the execution's whole bound is interrupted and ends the session with the
+// timeout text, as an invocation past its bound does.
+func (r *Retained) enter(cur *pendingInvocation) bool {
+	s := r.s
+	if s.gate == nil {
+		return true
+	}
+	if cur != nil {
+		return s.enter(cur.clock, 0)
+	}
+	bound := time.Duration(s.bound()) * time.Millisecond
+	if !s.enter(nil, bound) {
+		return false
+	}
+	r.between = time.AfterFunc(bound, func() { s.vm.Interrupt(interruptTimeout{}) })
+	return true
+}
+
+// done ends what enter began between invocations.
+func (r *Retained) done(cur *pendingInvocation) {
+	if r.between == nil {
+		return
+	}
+	if !r.between.Stop() && !r.s.stopped {
+		// The bound passed as the work ended: its interrupt must not hit
+		// the next piece of work.
+		r.s.vm.ClearInterrupt()
+	}
+	r.between = nil
 }
 
 // startInvocation builds the Request and calls the handler; its settlement

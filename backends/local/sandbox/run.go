@@ -68,6 +68,10 @@ type session struct {
 	job  Job
 	host Host
 	vm   *goja.Runtime
+	// gate orders this run with the others of its process (nil: alone);
+	// inGate says the loop holds it.
+	gate   Gate
+	inGate bool
 
 	tasks chan func() // host answers, queued back onto the loop
 	done  chan struct{}
@@ -130,6 +134,22 @@ func prepare() *session {
 func (s *session) run(parent context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained) {
 	fail := func(text string) (*protocol.ExecuteResult, *Retained) {
 		return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}, nil
+	}
+	// Compiling is work of the run's too: the gate is held from here until
+	// the loop first waits, and again whenever it runs something. A
+	// retained session's goroutine takes it over (handedOff).
+	handedOff := false
+	s.job = job
+	if s.gate = gateOf(host); s.gate != nil {
+		if !s.gate.Enter(parent, time.Duration(s.bound())*time.Millisecond) {
+			return fail(causeText(parent))
+		}
+		s.inGate = true
+		defer func() {
+			if !handedOff {
+				s.leave()
+			}
+		}()
 	}
 	if err := protocol.ValidateProviders(job.Providers); err != nil {
 		return fail(err.Error())
@@ -209,6 +229,8 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 		return res, nil
 	}
 	kept = true
+	s.leave()
+	handedOff = true
 	return res, s.retain()
 }
 
@@ -332,9 +354,16 @@ func (s *session) stop(err error) {
 	var ex *goja.Exception
 	switch {
 	case errors.As(err, &ie):
+		// A run whose context ended (the memory watchdog's cancel) reports
+		// that, even when the clock's interrupt came after it: the cancel
+		// is what stopped it, however long the native call it was in took.
 		switch ie.Value().(type) {
 		case interruptTimeout:
-			s.fatal = s.timeoutText()
+			if s.ctx != nil && s.ctx.Err() != nil {
+				s.fatal = s.cancelText()
+			} else {
+				s.fatal = s.timeoutText()
+			}
 		default:
 			s.fatal = s.cancelText()
 		}
@@ -366,8 +395,11 @@ func (s *session) timeoutText() string {
 
 // cancelText is the envelope error of a run whose context ended: the
 // cause's text (a MemoryLimitError from the worker's watchdog, say).
-func (s *session) cancelText() string {
-	if cause := context.Cause(s.ctx); cause != nil {
+func (s *session) cancelText() string { return causeText(s.ctx) }
+
+// causeText is the text of ctx's cause.
+func causeText(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil {
 		return cause.Error()
 	}
 	return context.Canceled.Error()
@@ -400,16 +432,26 @@ func (s *session) loop() {
 			s.clock.resume()
 		}
 		waitC := s.nextTimer(wait)
+		s.leave()
 		select {
 		case task := <-s.tasks:
+			if !s.enter(s.clock, 0) {
+				break
+			}
 			s.clock.resume()
 			task()
 		case <-waitC:
+			if !s.enter(s.clock, 0) {
+				break
+			}
 			s.clock.resume()
 			s.fireTimers()
 		case <-s.clock.expired:
 			s.stopped = true
 			s.fatal = s.timeoutText()
+			if s.ctx.Err() != nil {
+				s.fatal = s.cancelText()
+			}
 		case <-s.ctx.Done():
 			s.stopped = true
 			s.fatal = s.cancelText()
