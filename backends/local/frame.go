@@ -27,28 +27,32 @@ const (
 	maxParentFrame = 64 << 20 // parent → worker
 )
 
-// Message kinds.
+// Message kinds. A worker hosts many runs at once, so every frame about one
+// carries its run id, which the parent assigns.
 const (
 	kindInit           = "init"           // parent → worker: limits, before anything else
 	kindReady          = "ready"          // worker → parent: limits applied, serving
-	kindJob            = "job"            // parent → worker: run one program
-	kindCancel         = "cancel"         // parent → worker: stop the current run
-	kindDispatch       = "dispatch"       // worker → parent: one tool call
+	kindJob            = "job"            // parent → worker: start one run
+	kindCancel         = "cancel"         // parent → worker: stop a run
+	kindDispatch       = "dispatch"       // worker → parent: one tool call of a run
 	kindDispatchAnswer = "dispatchAnswer" // parent → worker: the tool call's envelope
-	kindOutbound       = "outbound"       // worker → parent: one stub-mode request
+	kindOutbound       = "outbound"       // worker → parent: one stub-mode request of a run
 	kindOutboundAnswer = "outboundAnswer" // parent → worker: its response
-	kindResult         = "result"         // worker → parent: the run's envelope
+	kindResult         = "result"         // worker → parent: a run's envelope
 	kindInvoke         = "invoke"         // parent → worker: one invocation of a retained handler
 	kindInvokeAnswer   = "invokeAnswer"   // worker → parent: its response or rejection
-	kindEnded          = "ended"          // worker → parent: the retained session ended by itself
+	kindRelease        = "release"        // parent → worker: close a retained run's handles
+	kindEnded          = "ended"          // worker → parent: a retained run is gone (released, or ended by a bound)
 )
 
 // message is every frame's JSON shape; Kind says which fields are set.
 type message struct {
 	Kind string `json:"kind"`
-	// ID pairs a host call with its answer. The worker numbers its calls
-	// once for its whole life, so an answer that arrives after its run ended
-	// never matches a call of the next run.
+	// Run names the run a frame is about.
+	Run uint64 `json:"run,omitempty"`
+	// ID pairs a host call or an invocation with its answer. The worker
+	// numbers its host calls once for its whole life, so an answer that
+	// arrives after its run ended never matches a call of another run.
 	ID uint64 `json:"id,omitempty"`
 
 	Init  *initMessage  `json:"init,omitempty"`
@@ -69,18 +73,24 @@ type message struct {
 	HasErr bool   `json:"hasErr,omitempty"`
 
 	Result *protocol.ExecuteResult `json:"result,omitempty"`
-	// OverLimit says the heap watchdog ended the run: the parent replaces
-	// the worker rather than reuse a heap that went past the limit.
+	// OverLimit says the memory watchdog ended the run, or the retained
+	// session (invokeAnswer, ended).
 	OverLimit bool `json:"overLimit,omitempty"`
 	// Ended says a retained session is gone (invokeAnswer, ended): Err is
-	// the bound's text that ended it.
+	// the bound's text that ended it, empty when it was released.
 	Ended bool `json:"ended,omitempty"`
 }
 
 // initMessage carries the per-worker limits.
 type initMessage struct {
-	MemoryLimitMB  int `json:"memoryLimitMB"`
-	AddressSpaceMB int `json:"addressSpaceMB"` // headroom over VmSize+limit for RLIMIT_AS; 0 disables it
+	// MemoryLimitMB is a run's memory limit unless its job sets a lower
+	// one; it also caps a goroutine's stack.
+	MemoryLimitMB int `json:"memoryLimitMB"`
+	// WorkerMemoryMB is the memory of the whole worker across its runs.
+	WorkerMemoryMB int `json:"workerMemoryMB"`
+	// AddressSpaceMB is RLIMIT_AS's headroom over VmSize plus
+	// WorkerMemoryMB; 0 disables it.
+	AddressSpaceMB int `json:"addressSpaceMB"`
 }
 
 // readyMessage reports what the worker applied.

@@ -5,30 +5,35 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// held is one retained execution: its worker, pinned to it from the grant
-// until the handles close, and the goroutine (holder) that owns the
-// worker's pipe meanwhile.
+// held is one retained execution: a run whose session lives on in its
+// worker beside the worker's other runs, and the goroutine (its holder)
+// that sends it invocations one at a time and closes it.
 type held struct {
-	id  string
-	e   *Executor
-	p   *process
-	req *protocol.ExecuteRequest // its outbound function serves the handler's fetches
-	job sandbox.Job
+	id string
+	e  *Executor
+	r  *run
 
 	invokes chan *heldCall // unbuffered: waiting callers queue in arrival order
 	closeCh chan struct{}  // CloseHandles asks the holder to end
-	done    chan struct{}  // closed once the execution is Closed and its worker gone
+	done    chan struct{}  // closed once the session is gone and its place freed
+
+	// The worker's watcher talks to the holder through these.
+	cur     atomic.Uint64 // the id of the invocation at the worker; 0: none
+	answers chan *message // buffered: the answer of cur
+	gone    chan struct{} // closed when the session ended in the worker
+	endText string        // the bound's text it ended with; set before gone closes
+	endErr  error         // the fault an invocation in flight meets at a death
 
 	// Guarded by e.mu.
 	closing bool   // CloseHandles was called
-	endText string // the bound's text the next invocation reports, once
+	next    string // the bound's text the next invocation reports, once
 }
 
 type heldCall struct {
@@ -50,27 +55,42 @@ func newExecutionID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// hold pins p to a granted execution and starts its holder, which from now
-// on owns p and the pool slot the execution took; res gets the
-// executionId. It returns false when the grant cannot be kept (the
-// executor is closing), and the caller keeps p and the slot.
-func (e *Executor) hold(p *process, req *protocol.ExecuteRequest, job sandbox.Job, res *protocol.ExecuteResult) bool {
+// hold makes a granted run a retained execution and starts its holder; res
+// gets the executionId. It returns false when the grant cannot be kept
+// (the executor is closing, or the worker died under it), and the caller
+// releases the run.
+func (e *Executor) hold(r *run, res *protocol.ExecuteResult) bool {
 	id, err := newExecutionID()
 	if err != nil {
 		return false
 	}
 	h := &held{
-		id: id, e: e, p: p, req: req, job: job,
+		id: id, e: e, r: r,
 		invokes: make(chan *heldCall),
 		closeCh: make(chan struct{}),
 		done:    make(chan struct{}),
+		answers: make(chan *message, 1),
+		gone:    make(chan struct{}),
 	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return false
 	}
+	// The worker's watcher sees the held execution from here on; a death
+	// that came first has already settled the run.
+	r.w.mu.Lock()
+	alive := r.w.byRun[r.id] == r
+	if alive {
+		r.held.Store(h)
+	}
+	r.w.mu.Unlock()
+	if !alive {
+		e.mu.Unlock()
+		return false
+	}
 	e.handles[id] = h
+	e.heldLocked(r.w)
 	e.holders.Add(1)
 	e.mu.Unlock()
 	e.stats.handlesGranted.Add(1)
@@ -88,7 +108,7 @@ func (e *Executor) hold(p *process, req *protocol.ExecuteRequest, job sandbox.Jo
 // (HandleNotFoundError) reject with their text and the handles keep
 // serving. An invocation that a bound ends rejects with the bound's text
 // (ExecutionTimeoutError, MemoryLimitError) and closes the handles; so does
-// the first invocation after the memory limit ended the isolate between
+// the first invocation after a bound ended the session between
 // invocations. An execution whose handles are gone, or were never granted,
 // fails with HANDLES_CLOSED; a closed executor with CONNECTION_BROKEN.
 func (e *Executor) InvokeHandle(ctx context.Context, executionID, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
@@ -128,9 +148,9 @@ func (e *Executor) InvokeHandle(ctx context.Context, executionID, handle string,
 	}
 }
 
-// CloseHandles closes a retained execution: its worker is retired and its
-// pool slot freed before it returns. An execution whose handles are
-// already gone, or were never granted, fails with HANDLES_CLOSED.
+// CloseHandles closes a retained execution: its session is dropped in its
+// worker and its place freed before it returns. An execution whose handles
+// are already gone, or were never granted, fails with HANDLES_CLOSED.
 func (e *Executor) CloseHandles(ctx context.Context, executionID string) error {
 	e.mu.Lock()
 	if e.closed {
@@ -161,7 +181,7 @@ func (e *Executor) CloseHandles(ctx context.Context, executionID string) error {
 	}
 }
 
-// closedError is what a call on a Closed execution gets: the text of the
+// closedError is what a call on a closed execution gets: the text of the
 // bound that ended it, once, to the first invocation after it; then
 // HANDLES_CLOSED.
 func (h *held) closedError() error {
@@ -171,31 +191,51 @@ func (h *held) closedError() error {
 	if e.handles[h.id] == h {
 		delete(e.handles, h.id)
 	}
-	if text := h.endText; text != "" {
-		h.endText = ""
-		return errors.New(text)
+	if text := h.next; text != "" {
+		h.next = ""
+		return h.boundError(text)
 	}
 	return protocol.NewHandlesClosedError(h.id)
 }
 
-// run is the holder: it serves the worker's frames (the handler's host
-// calls, invocation answers), sends invocations one at a time, keeps the
-// parent's run clock and RSS poll on each, and ends the execution on
-// CloseHandles, the idle bound, a bound or a death of the worker, or Close.
+// answer takes the worker's answer to the invocation in flight (the
+// watcher calls it); false when no invocation with that id is in flight.
+func (h *held) answer(m *message) bool {
+	if m.ID == 0 || !h.cur.CompareAndSwap(m.ID, 0) || (!m.Ended && !m.HasErr && m.OutboundResponse == nil) {
+		return false
+	}
+	h.answers <- m
+	return true
+}
+
+// ended records that the session ended in the worker (the watcher calls
+// it): released, or ended by a bound with its text.
+func (h *held) ended(text string) {
+	h.endText = text
+	close(h.gone)
+}
+
+// died records that the worker died under the session: the bound it is
+// charged with, else the fault, which it returns.
+func (h *held) died(d deathNote) error {
+	if text, _ := d.bound(h.r); text != "" {
+		h.endText = text
+	} else {
+		h.endErr = d.fault()
+	}
+	close(h.gone)
+	return h.endErr
+}
+
+// run is the holder: it sends invocations one at a time and ends the
+// execution on CloseHandles, the idle bound, a bound or a death of the
+// worker, or Close.
 func (h *held) run() {
-	e, p := h.e, h.p
-	hctx, hcancel := context.WithCancel(context.Background())
-	var endText string
-	var cur *heldCall // the invocation at the worker
+	e, r := h.e, h.r
+	var endText string // what the next invocation reports
 	defer func() {
-		if cur != nil {
-			// Closed under it (closeHandles, the executor's Close).
-			cur.reply <- heldAnswer{err: protocol.NewHandlesClosedError(h.id)}
-		}
-		hcancel()
-		e.retire(p)
 		e.mu.Lock()
-		h.endText = endText
+		h.next = endText
 		if endText == "" && e.handles[h.id] == h {
 			delete(e.handles, h.id)
 		}
@@ -211,9 +251,7 @@ func (h *held) run() {
 				e.mu.Unlock()
 			})
 		}
-		<-e.slots
-		e.refill()
-		if fn := h.req.HandlesClosed; fn != nil {
+		if fn := r.req.HandlesClosed; fn != nil {
 			go fn(h.id)
 		}
 		close(h.done)
@@ -222,188 +260,107 @@ func (h *held) run() {
 
 	idle := time.NewTimer(e.opts.HandlesIdleTimeout)
 	defer idle.Stop()
-	tick := time.NewTicker(monitorPoll)
-	defer tick.Stop()
-	rssLimit := p.baseRSS + uint64(e.opts.MemoryLimitMB+e.opts.RSSHeadroomMB)<<20
-	budget := time.Duration(h.job.TimeoutMs)*time.Millisecond + e.opts.KillGrace
-
-	hostDone := make(chan struct{})
-	open := 0
-	var backlog []*message
-	var curID uint64
-	var clock *runClock
-	answer := func(a heldAnswer) {
-		cur.reply <- a
-		cur, clock = nil, nil
-	}
-
+	closeCh := h.closeCh
+	var seq uint64
 	for {
-		invokes := h.invokes
-		if cur != nil {
-			invokes = nil
-		}
 		select {
-		case c := <-invokes:
+		case c := <-h.invokes:
 			idle.Stop()
-			curID++
-			cur = c
-			now := time.Now()
-			clock = newRunClock(budget, h.job.CountHostWaits, p.pid, now)
-			if open > 0 {
-				clock.hostStart(now)
-			}
+			seq++
+			h.cur.Store(seq)
 			req := c.req
-			if err := p.send(&message{Kind: kindInvoke, ID: curID, OutboundRequest: &req}); err != nil {
+			if err := r.w.p.send(&message{Kind: kindInvoke, Run: r.id, ID: seq, OutboundRequest: &req}); err != nil {
+				h.cur.Store(0)
 				if errors.Is(err, errFrameTooLarge) {
-					answer(heldAnswer{err: errors.New("The request is too large to deliver to the fetch handler. Send a smaller body.")})
+					c.reply <- heldAnswer{err: errors.New("The request is too large to deliver to the fetch handler. Send a smaller body.")}
 					idle.Reset(e.opts.HandlesIdleTimeout)
 					continue
 				}
-				p.kill(killProtocol)
+				r.w.kill(killProtocol, 0)
 			}
-		case m, ok := <-p.frames:
-			if !ok {
-				endText = h.afterDeath(cur != nil)
-				if cur != nil {
-					if endText != "" {
-						answer(heldAnswer{err: errors.New(endText)})
-						endText = ""
-					} else if p.killedFor() == killClosed || e.isClosed() {
-						answer(heldAnswer{err: brokenFault()})
-					} else {
-						answer(heldAnswer{err: crashedFault("The worker process under the retained execution exited unexpectedly; its handles are closed.")})
+			closing := false
+			for answered := false; !answered; {
+				select {
+				case m := <-h.answers:
+					answered = true
+					switch {
+					case m.Ended:
+						<-h.gone
+						c.reply <- heldAnswer{err: h.boundError(m.Err)}
+						return
+					case m.HasErr:
+						c.reply <- heldAnswer{err: errors.New(m.Err)}
+					default:
+						c.reply <- heldAnswer{resp: *m.OutboundResponse}
 					}
-				}
-				return
-			}
-			switch m.Kind {
-			case kindDispatch, kindOutbound:
-				if open == 0 && clock != nil {
-					clock.hostStart(time.Now())
-				}
-				open++
-				switch {
-				case m.Kind == kindDispatch:
-					// Dispatch belongs to the run that ended.
-					go answerCompleted(hctx, p, m, hostDone)
-				case open <= maxOpenHostCalls:
-					go e.serveHostCall(hctx, p, h.req, m, hostDone)
-				case len(backlog) < maxHostBacklog:
-					backlog = append(backlog, m)
-				default:
-					go refuseHostCall(hctx, p, m, hostDone)
-				}
-			case kindInvokeAnswer:
-				if cur == nil || m.ID != curID || (!m.HasErr && m.OutboundResponse == nil) {
-					p.kill(killProtocol)
-					continue
-				}
-				if m.Ended {
-					if m.OverLimit {
-						e.stats.heapLimits.Add(1)
-					}
-					answer(heldAnswer{err: h.boundError(m.Err)})
+				case <-h.gone:
+					c.reply <- heldAnswer{err: h.goneError()}
 					return
+				case <-closeCh:
+					// Closed under the invocation: the release ends it, and
+					// it answers as ended (HANDLES_CLOSED).
+					closeCh, closing = nil, true
+					r.w.release(r)
 				}
-				if m.HasErr {
-					answer(heldAnswer{err: errors.New(m.Err)})
-				} else {
-					answer(heldAnswer{resp: *m.OutboundResponse})
-				}
-				idle.Reset(e.opts.HandlesIdleTimeout)
-			case kindEnded:
-				if m.OverLimit {
-					e.stats.heapLimits.Add(1)
-				}
-				endText = m.Err
-				if cur != nil {
-					answer(heldAnswer{err: h.boundError(m.Err)})
-					endText = ""
-				}
+			}
+			if closing {
+				<-h.gone
 				return
-			default:
-				p.kill(killProtocol)
 			}
-		case <-hostDone:
-			open--
-			if len(backlog) > 0 {
-				go e.serveHostCall(hctx, p, h.req, backlog[0], hostDone)
-				backlog = backlog[1:]
-			}
-			if open == 0 && clock != nil {
-				clock.hostEnd(time.Now())
-			}
-		case now := <-tick.C:
-			if rss, ok := readRSS(p.pid); ok && rss > rssLimit {
-				p.kill(killMemory)
-			}
-			if clock != nil {
-				clock.sample()
-				if clock.elapsed(now) > clock.budget {
-					p.kill(killTimeout)
-				}
-			}
+			idle.Reset(e.opts.HandlesIdleTimeout)
+		case <-h.gone:
+			// Ended by itself between invocations (the memory limit, a
+			// callback past the bound) or by a death of its worker.
+			endText = h.endText
+			return
 		case <-idle.C:
 			e.stats.handlesExpired.Add(1)
+			h.releaseAndWait()
 			return
-		case <-h.closeCh:
+		case <-closeCh:
+			h.releaseAndWait()
 			return
 		case <-e.closing:
-			if cur != nil {
-				answer(heldAnswer{err: brokenFault()})
-			}
+			// Close kills the worker; its watcher closes gone.
+			<-h.gone
 			return
 		}
 	}
+}
+
+// releaseAndWait asks the worker to drop the session and waits until it
+// did (or died).
+func (h *held) releaseAndWait() {
+	h.r.w.release(h.r)
+	<-h.gone
+}
+
+// goneError is what the invocation in flight meets when the session went
+// under it.
+func (h *held) goneError() error {
+	if h.endText != "" {
+		return h.boundError(h.endText)
+	}
+	if h.endErr != nil {
+		if protocol.CodeOf(h.endErr) == protocol.CodeWorkerCrashed {
+			return crashedFault("The worker process under the retained execution exited unexpectedly; its handles are closed.")
+		}
+		return h.endErr
+	}
+	return protocol.NewHandlesClosedError(h.id)
 }
 
 // boundError is the error an invocation that a bound ended rejects with:
 // the protocol's own value when the text is one of its bounds.
 func (h *held) boundError(text string) error {
+	job := h.r.job
 	switch {
-	case text == protocol.NewMemoryLimitError(h.job.MemoryLimitMB).Error():
-		return protocol.NewMemoryLimitError(h.job.MemoryLimitMB)
-	case text == protocol.NewExecutionTimeoutError(h.job.TimeoutMs).Error():
-		return protocol.NewExecutionTimeoutError(h.job.TimeoutMs)
+	case text == protocol.NewMemoryLimitError(job.MemoryLimitMB).Error():
+		return protocol.NewMemoryLimitError(job.MemoryLimitMB)
+	case text == protocol.NewExecutionTimeoutError(job.TimeoutMs).Error():
+		return protocol.NewExecutionTimeoutError(job.TimeoutMs)
 	case text == "":
 		return protocol.NewHandlesClosedError(h.id)
 	}
 	return errors.New(text)
-}
-
-// afterDeath is the text a retained execution whose worker died reports:
-// the bound that killed it, or nothing (a crash, Close) and the execution
-// simply closes.
-func (h *held) afterDeath(invoking bool) string {
-	e, p := h.e, h.p
-	p.reap()
-	reason := p.killedFor()
-	switch {
-	case reason == killClosed || (reason == killNone && e.isClosed()):
-		return ""
-	case reason == killMemory:
-		e.stats.rssKills.Add(1)
-		return protocol.NewMemoryLimitError(h.job.MemoryLimitMB).Error()
-	case p.ranOutOfMemory():
-		e.stats.outOfMemory.Add(1)
-		return protocol.NewMemoryLimitError(h.job.MemoryLimitMB).Error()
-	case reason == killTimeout && invoking:
-		e.stats.timeoutKills.Add(1)
-		return protocol.NewExecutionTimeoutError(h.job.TimeoutMs).Error()
-	}
-	e.stats.workersCrashed.Add(1)
-	e.opts.Logger.Warn("local executor: worker holding handles crashed", "pid", p.pid, "exit", p.describeExit(), "stream", fmt.Sprint(p.readErr))
-	return ""
-}
-
-// answerCompleted answers a tool call that reached the parent after the
-// run settled with the completed text, without calling the host.
-func answerCompleted(ctx context.Context, p *process, m *message, done chan<- struct{}) {
-	if ctx.Err() == nil {
-		_ = p.send(&message{Kind: kindDispatchAnswer, ID: m.ID, Answer: protocol.ErrorEnvelope(protocol.CompletedText)})
-	}
-	select {
-	case done <- struct{}{}:
-	case <-ctx.Done():
-	}
 }

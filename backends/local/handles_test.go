@@ -278,7 +278,7 @@ func TestHandlesWorkerCrashCloses(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 1})
 	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
 	e.mu.Lock()
-	pid := e.handles[id].p.pid
+	pid := e.handles[id].r.w.p.pid
 	e.mu.Unlock()
 	syscall.Kill(pid, syscall.SIGKILL)
 	waitFor(t, func() bool {
@@ -314,12 +314,20 @@ func TestHandlesExecutorCloseEndsThem(t *testing.T) {
 // Held handles count against the pool: with every worker held, a new
 // execution waits in the queue, or is refused at its bound, and the
 // handles keep serving.
-func TestHandlesCountAgainstThePool(t *testing.T) {
-	e := newPool(t, Options{PoolSize: 1, QueueBound: -1})
-	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
-	_, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"})
+// Held handles take a place in their own tenant's worker, and count
+// against that tenant's share only: with one place per worker and one
+// worker per tenant, the holder's next execution is refused (or waits for
+// the close), while another tenant runs at once.
+func TestHandlesCountAgainstTheirTenantOnly(t *testing.T) {
+	e := newPool(t, Options{MaxWorkers: 3, RunsPerWorker: 1, QueueBound: -1, Shares: oneSlotEach})
+	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler, Tenant: "a"})
+	_, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: "a"})
 	if protocol.CodeOf(err) != protocol.CodeQueueOverflow {
-		t.Fatalf("a new execution beside held handles: %v, want QUEUE_OVERFLOW", err)
+		t.Fatalf("the holder's next execution: %v, want QUEUE_OVERFLOW", err)
+	}
+	res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 'other'", Tenant: "b"})
+	if err != nil || res.ResultJSON != `"other"` {
+		t.Fatalf("another tenant beside the held handles: %+v, %v", res, err)
 	}
 	if got := invokeBody(t, e, id, "/"); got != "1" {
 		t.Fatalf("the handles after the refusal: %q", got)
@@ -327,24 +335,23 @@ func TestHandlesCountAgainstThePool(t *testing.T) {
 	if err := e.CloseHandles(testCtx(t), id); err != nil {
 		t.Fatal(err)
 	}
-	expectOne(t, e)
+	res, err = e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: "a"})
+	if err != nil || res.ResultJSON != "1" {
+		t.Fatalf("after the close: %+v, %v", res, err)
+	}
 
-	// With room in the queue, the new execution waits for the close.
-	q := newPool(t, Options{PoolSize: 1, QueueBound: 1})
-	id = grant(t, q, &protocol.ExecuteRequest{Code: counterHandler})
+	// With room in the queue, the holder's new execution waits for the close.
+	q := newPool(t, Options{MaxWorkers: 2, RunsPerWorker: 1, QueueBound: 1, Shares: oneSlotEach})
+	id = grant(t, q, &protocol.ExecuteRequest{Code: counterHandler, Tenant: "a"})
 	done := make(chan *protocol.ExecuteResult, 1)
 	go func() {
-		res, err := q.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 'waited'"})
+		res, err := q.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 'waited'", Tenant: "a"})
 		if err != nil {
 			t.Error(err)
 		}
 		done <- res
 	}()
-	select {
-	case res := <-done:
-		t.Fatalf("ran beside held handles: %+v", res)
-	case <-time.After(500 * time.Millisecond):
-	}
+	waitFor(t, func() bool { return q.Stats().Queued == 1 })
 	if got := invokeBody(t, q, id, "/"); got != "1" {
 		t.Fatalf("the handles while one waits: %q", got)
 	}
@@ -355,6 +362,9 @@ func TestHandlesCountAgainstThePool(t *testing.T) {
 		t.Fatalf("the waiting execution: %+v", res)
 	}
 }
+
+// oneSlotEach gives every tenant one worker process.
+func oneSlotEach(string) Share { return Share{CPUSlots: 1} }
 
 // A caller-supplied outbound function stays usable until the handles
 // close, and a wait in it does not spend the invocation's bound; a tool

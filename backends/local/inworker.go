@@ -8,20 +8,23 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
+// This file is what runs inside a worker process: the frame loop, the runs
+// it hosts, and the memory layers that live in the process.
+
 // workerEnv marks a process started by the pool as a worker. An environment
 // variable rather than an argument, so that any main (a test binary with its
 // own flags included) can serve as the worker command.
 const (
 	workerEnv      = "CODEMODE_LOCAL_WORKER"
-	workerEnvValue = "v1"
+	workerEnvValue = "v2"
 )
 
 // Worker exit codes, for the parent's diagnostics.
@@ -29,21 +32,16 @@ const (
 	exitParentGone = 0 // stdin closed: the parent is gone or retired us
 	exitBadFrame   = 3 // the parent sent something this worker cannot read
 	exitWriteFail  = 4 // stdout broke
-	exitRunPanic   = 5 // a Go panic escaped the run
+	exitRunPanic   = 5 // a Go panic escaped a run
 )
-
-// heapPoll is how often the in-worker watchdog reads the heap. A read costs
-// about 0.4 µs, so 1 ms is cheap and catches gradual growth early.
-const heapPoll = time.Millisecond
 
 // runFunc is sandbox.Run's signature; tests of the pool may swap it.
 type runFunc func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult
 
 // workerRun is the run function a worker uses; nil is the sandbox, each run
-// in a runtime prepared while the worker waited for the job. It is a
-// variable only so that a test binary serving as its own worker can install
-// a stand-in before calling RunWorkerIfRequested; production code never
-// changes it.
+// in a runtime prepared ahead of time. It is a variable only so that a test
+// binary serving as its own worker can install a stand-in before calling
+// RunWorkerIfRequested; production code never changes it.
 var workerRun runFunc
 
 // RunWorkerIfRequested turns the process into a pool worker when the pool
@@ -56,62 +54,79 @@ func RunWorkerIfRequested() {
 		return
 	}
 	in, out := os.Stdin, claimStdout()
-	os.Exit(serveWorker(in, out, workerRun))
+	os.Exit(serveWorkerWith(in, out, workerRun, openGatePage()))
 }
+
+// preparedStock is how many runtimes a worker keeps built ahead of its
+// next jobs: building one is most of a small run's cost.
+const preparedStock = 2
+
+// maxQueuedInvokes bounds the invoke frames waiting for one retained run.
+// The parent sends one at a time, so more is a parent that broke the
+// protocol.
+const maxQueuedInvokes = 16
 
 // workerServer is the worker's side of the pipe.
 type workerServer struct {
 	wmu sync.Mutex  // one frame at a time on out
 	out frameWriter // guarded by wmu
 
-	run     runFunc
-	limitMB int
-	// heapBase is the heap right after start; the watchdog allows the run
-	// limitMB above it.
-	heapBase uint64
+	run       runFunc // nil: the sandbox
+	limitMB   int     // a run's memory limit unless its job sets a lower one
+	gate      *cpuGate
+	returning atomic.Bool // returnMemory is at work
 
 	mu     sync.Mutex
 	nextID uint64
 	// pending are the host calls waiting for their answers: each entry
 	// takes the answer frame, once; whoever removes it owns the call.
 	pending map[uint64]func(*message)
-	cancel  context.CancelCauseFunc // the current run's, nil when idle
-	// invokes feeds the retained session's invocations, once the run was
-	// granted handles; nil otherwise.
-	invokes chan *message
+	runs    map[uint64]*hostedRun
 
-	// prepared holds the runtime the next job runs in, built after the
-	// previous run's result went out (building one is most of a small
-	// run's cost). Nil when run is a stand-in.
-	prepared chan *sandbox.Prepared
+	// prepared holds runtimes built ahead of the jobs that will use them.
+	// Nil when run is a stand-in.
+	prepared chan preparedRuntime
 }
 
-// maxQueuedInvokes bounds the invoke frames waiting in a worker. The parent
-// sends one at a time, so more than that is a parent that broke the
-// protocol.
-const maxQueuedInvokes = 16
+// hostedRun is one run the worker hosts, from its job frame until its
+// result (or, when it retained its handles, until its ended frame).
+type hostedRun struct {
+	id     uint64
+	cancel context.CancelCauseFunc
+	// invokes and release serve a retained session (a job that asked for
+	// handles); nil otherwise.
+	invokes chan *message
+	release chan struct{}
+	once    sync.Once
+	// kept is the retained session once granted, so that a release ends
+	// an invocation in flight too.
+	kept atomic.Pointer[sandbox.Retained]
+}
 
-// serveWorker runs the worker protocol and returns the exit code.
+// serveWorker runs the worker protocol without a gate page.
 func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
-	s := &workerServer{out: frameWriter{w: out}, run: run, pending: make(map[uint64]func(*message))}
-	if run == nil {
-		s.prepared = make(chan *sandbox.Prepared, 1)
-		s.run = func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
-			return s.nextRuntime().Run(ctx, job, host)
-		}
-	}
+	return serveWorkerWith(in, out, run, nil)
+}
+
+// serveWorkerWith runs the worker protocol and returns the exit code.
+func serveWorkerWith(in io.Reader, out io.Writer, run runFunc, page *gatePage) int {
+	s := &workerServer{out: frameWriter{w: out}, run: run,
+		pending: map[uint64]func(*message){}, runs: map[uint64]*hostedRun{}}
 	fr := frameReader{r: bufio.NewReaderSize(in, 64<<10)}
 	m, err := fr.read(maxParentFrame)
 	if err != nil || m.Kind != kindInit || m.Init == nil {
 		return exitBadFrame
 	}
-	ready := s.applyLimits(*m.Init)
+	ready := s.applyLimits(*m.Init, page)
 	if s.send(&message{Kind: kindReady, Ready: &ready}) != nil {
 		return exitWriteFail
 	}
-	// The first runtime is built after the limits took the heap's
-	// measure, as every later one is built after a run.
-	go s.prepareNext()
+	if run == nil {
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		s.prepared = make(chan preparedRuntime, preparedStock)
+		go s.keepPrepared(ctx)
+	}
 	for {
 		m, err := fr.read(maxParentFrame)
 		if err != nil {
@@ -120,226 +135,228 @@ func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
 			}
 			return exitBadFrame
 		}
-		switch m.Kind {
-		case kindJob:
-			if m.Job == nil || !s.startRun(*m.Job) {
-				return exitBadFrame
-			}
-			// Start the run on this thread before going back to the pipe
-			// (see the answers below).
-			runtime.Gosched()
-		case kindInvoke:
-			s.mu.Lock()
-			ch := s.invokes
-			s.mu.Unlock()
-			if ch == nil || m.OutboundRequest == nil {
-				return exitBadFrame
-			}
-			select {
-			case ch <- m:
-			default:
-				return exitBadFrame
-			}
-		case kindCancel:
-			s.mu.Lock()
-			if s.cancel != nil {
-				s.cancel(context.Canceled)
-			}
-			s.mu.Unlock()
-		case kindDispatchAnswer, kindOutboundAnswer:
-			s.mu.Lock()
-			answer := s.pending[m.ID]
-			delete(s.pending, m.ID)
-			s.mu.Unlock()
-			if answer != nil {
-				answer(m) // never blocks
-				// Let what the answer woke (the run's event loop) run now,
-				// on this thread. Left alone it waits for another thread
-				// to be woken and to take it over, about 20 µs a call on
-				// an idle machine, while this loop only goes back to an
-				// empty pipe.
-				runtime.Gosched()
-			}
-		default:
+		if !s.handle(m) {
 			return exitBadFrame
 		}
 	}
 }
 
-// workerGCPercent is a worker's GOGC unless its environment sets one. A
-// worker's live heap is small (one runtime) while every run allocates a
-// fresh runtime, so at Go's default of 100 it collects every few runs and
-// spends about half its CPU marking; at 400 the pool ran about 25% more
-// trivial executions per second. The memory limit still holds: the soft
-// limit set beside it makes the collector run before the heap reaches the
-// run's limit, whatever this percentage.
-const workerGCPercent = 400
+// handle acts on one frame from the parent; false means the parent broke
+// the protocol.
+func (s *workerServer) handle(m *message) bool {
+	switch m.Kind {
+	case kindJob:
+		if m.Job == nil || m.Run == 0 {
+			return false
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		r := &hostedRun{id: m.Run, cancel: cancel}
+		if m.Job.RetainHandles && s.run == nil {
+			r.invokes = make(chan *message, maxQueuedInvokes)
+			r.release = make(chan struct{})
+		}
+		s.mu.Lock()
+		_, dup := s.runs[m.Run]
+		if !dup {
+			s.runs[m.Run] = r
+		}
+		s.mu.Unlock()
+		if dup {
+			cancel(nil)
+			return false
+		}
+		s.gate.add(r.id, memoryLimit(m.Job.MemoryLimitMB, s.limitMB), cancel)
+		go s.runJob(ctx, r, *m.Job)
+		// Start the run on this thread before going back to the pipe (see
+		// the answers below).
+		runtime.Gosched()
+	case kindCancel:
+		// A run that already ended is no longer here: the cancel crossed
+		// its result in the pipe.
+		if r := s.find(m.Run); r != nil {
+			r.cancel(context.Canceled)
+		}
+	case kindInvoke:
+		r := s.find(m.Run)
+		if r == nil {
+			// The session ended by itself (its ended frame crossed this
+			// invoke in the pipe); the parent has answered the call.
+			return true
+		}
+		if r.invokes == nil || m.OutboundRequest == nil {
+			return false
+		}
+		select {
+		case r.invokes <- m:
+		default:
+			return false
+		}
+	case kindRelease:
+		if r := s.find(m.Run); r != nil {
+			if r.release == nil {
+				return false
+			}
+			r.once.Do(func() {
+				close(r.release)
+				if kept := r.kept.Load(); kept != nil {
+					// Ends an invocation in flight: it answers as ended.
+					go kept.Close()
+				}
+			})
+		}
+	case kindDispatchAnswer, kindOutboundAnswer:
+		s.mu.Lock()
+		answer := s.pending[m.ID]
+		delete(s.pending, m.ID)
+		s.mu.Unlock()
+		if answer != nil {
+			answer(m) // never blocks
+			// Let what the answer woke (the run's event loop) run now, on
+			// this thread. Left alone it waits for another thread to be
+			// woken and to take it over, about 20 µs a call on an idle
+			// machine, while this loop only goes back to an empty pipe.
+			runtime.Gosched()
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (s *workerServer) find(id uint64) *hostedRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[id]
+}
+
+// forgetRun drops a run whose last frame is about to go out.
+func (s *workerServer) forgetRun(r *hostedRun) {
+	s.mu.Lock()
+	delete(s.runs, r.id)
+	s.mu.Unlock()
+	if s.gate.remove(r.id) >= returnMemoryAfter {
+		s.returnMemory()
+	}
+	r.cancel(nil)
+}
+
+// returnMemoryAfter: a run that ends holding this much has left the heap
+// large, and the pages stay with the process (and in its RSS, which the
+// parent reads to place runs) until they are returned.
+const returnMemoryAfter = 64 << 20
+
+// returnMemory gives the heap's free pages back to the system once the
+// runs that ended are collected, on a goroutine of its own; one at a time.
+func (s *workerServer) returnMemory() {
+	if !s.returning.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.returning.Store(false)
+		debug.FreeOSMemory()
+	}()
+}
+
+// workerGCPercent is a worker's GOGC unless its environment sets one. Every
+// run allocates a fresh runtime while the live heap holds only the runs in
+// flight, so at Go's default of 100 a worker with few runs collects every
+// few runs; at 200 it collects half as often, and the soft limit set beside
+// it makes the collector run before the heap reaches the worker's memory,
+// whatever this percentage.
+const workerGCPercent = 200
 
 // workerMaxStackMB caps a worker goroutine's stack even under a larger
 // memory limit. goja runs guest calls on its own stack, so only runaway Go
 // recursion comes near it: legitimate runs use a few MB.
 const workerMaxStackMB = 256
 
-// applyLimits sets the memory layers that live inside the worker: a GC
-// target near the limit (keeps RSS close to the live heap, so the parent's
-// RSS poll measures what the run holds) and RLIMIT_AS at the current
-// address space plus the limit plus headroom (refuses one huge allocation
-// outright; the runtime then dies with "out of memory", which the parent
-// reports as the memory text).
-func (s *workerServer) applyLimits(init initMessage) readyMessage {
+// applyLimits sets the memory layers that live inside the worker: the CPU
+// gate with its per-run memory watchdog, a GC target at the worker's memory
+// (keeps RSS close to the live heap, so the parent's RSS poll measures what
+// the runs hold) and RLIMIT_AS at the current address space plus the
+// worker's memory plus headroom (refuses one huge allocation outright; the
+// runtime then dies with "out of memory", which the parent reports as the
+// memory text of the run that held the gate).
+func (s *workerServer) applyLimits(init initMessage, page *gatePage) readyMessage {
 	s.limitMB = init.MemoryLimitMB
+	workerMB := max(init.WorkerMemoryMB, init.MemoryLimitMB)
 	runtime.GC()
-	s.heapBase = heapObjects()
-	limit := uint64(init.MemoryLimitMB) << 20
-	debug.SetMemoryLimit(int64(totalRuntimeMemory() + limit))
+	s.gate = newCPUGate(page, int64(heapLive()))
+	worker := uint64(workerMB) << 20
+	debug.SetMemoryLimit(int64(totalRuntimeMemory() + worker))
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(workerGCPercent)
 	}
 	// Go code recursing without end (goja's parser on deeply nested source
 	// built at run time and handed to eval or Function, JSON.parse of
 	// deeply nested text) grows its goroutine's stack until the runtime
-	// dies of it. Cap that stack at the run's memory, so that it dies
-	// before using more than the limit and the parent reports the memory
-	// text, whatever the limit.
-	debug.SetMaxStack(int(min(limit, workerMaxStackMB<<20)))
+	// dies of it. Cap that stack at a run's memory, so that it dies before
+	// using more than the limit and the parent reports the memory text,
+	// whatever the limit.
+	debug.SetMaxStack(int(min(uint64(init.MemoryLimitMB)<<20, workerMaxStackMB<<20)))
 	ready := readyMessage{PID: os.Getpid()}
 	if init.AddressSpaceMB > 0 {
-		ready.RlimitAS = setAddressLimit(limit + uint64(init.AddressSpaceMB)<<20)
+		ready.RlimitAS = setAddressLimit(worker + uint64(init.AddressSpaceMB)<<20)
 	}
 	return ready
 }
 
-// startRun starts job on its own goroutine; false if one is already running.
-func (s *workerServer) startRun(job sandbox.Job) bool {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	s.mu.Lock()
-	if s.cancel != nil {
-		s.mu.Unlock()
-		cancel(nil)
-		return false
+// runJob runs one job and sends its result; a run granted handles then
+// serves invocations until its session ends.
+func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job) {
+	host := &workerHost{s: s, run: r.id}
+	var res *protocol.ExecuteResult
+	var kept *sandbox.Retained
+	if s.run != nil {
+		res = s.runStandIn(ctx, job, host)
+	} else {
+		rt := s.nextRuntime(ctx, r.id)
+		res, kept = runSandbox(ctx, rt, job, host)
 	}
-	s.cancel = cancel
-	s.mu.Unlock()
-	go s.runJob(ctx, cancel, job)
-	return true
-}
-
-func (s *workerServer) runJob(ctx context.Context, cancel context.CancelCauseFunc, job sandbox.Job) {
-	host := &workerHost{s: s}
-	watch := s.watchHeap(cancel, memoryLimit(job.MemoryLimitMB, s.limitMB))
-
-	if job.RetainHandles {
-		res, kept := s.runRetainedProtected(ctx, job, host)
-		if kept != nil {
-			s.serveRetained(ctx, kept, res)
-			watch.stop()
-			host.finish()
-			// The parent retires a worker whose handles closed; s.cancel
-			// stays set, so no further job is accepted.
-			return
-		}
-		s.finishRun(res, host, cancel, watch)
+	if kept != nil {
+		s.serveRetained(ctx, r, kept, res)
+		host.finish()
+		s.forgetRun(r)
 		return
 	}
-	res := s.runProtected(ctx, job, host)
-	s.finishRun(res, host, cancel, watch)
-}
-
-// finishRun stops the watchdog and sends the run's result.
-func (s *workerServer) finishRun(res *protocol.ExecuteResult, host *workerHost, cancel context.CancelCauseFunc, watch *heapWatch) {
-	overLimit := watch.stop()
+	overLimit := s.gate.overLimit(r.id)
 	host.finish()
-	s.mu.Lock()
-	s.cancel = nil
-	s.mu.Unlock()
-	cancel(nil)
-	// A failed write means the parent is gone; the read loop sees stdin end
-	// and exits.
-	_ = s.send(&message{Kind: kindResult, Result: res, OverLimit: overLimit})
-	s.prepareNext()
+	s.forgetRun(r)
+	// A failed write means the parent is gone; the read loop sees stdin
+	// end and exits.
+	_ = s.send(&message{Kind: kindResult, Run: r.id, Result: res, OverLimit: overLimit})
 }
 
-// nextRuntime is the runtime the next run uses: the prepared one, waiting
-// for it when the job came while it was still being built.
-func (s *workerServer) nextRuntime() *sandbox.Prepared {
-	if s.prepared == nil {
-		return sandbox.Prepare()
-	}
-	return <-s.prepared
-}
-
-// prepareNext builds the runtime of the next job. Every run takes one
-// runtime and every run that leaves the worker able to take another job
-// prepares one, so the channel never holds more than its one slot.
-func (s *workerServer) prepareNext() {
-	if s.prepared != nil {
-		s.prepared <- sandbox.Prepare()
-	}
-}
-
-// runRetainedProtected is runProtected for a job that asked for handles.
-func (s *workerServer) runRetainedProtected(ctx context.Context, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, *sandbox.Retained) {
+// runSandbox runs job in rt, turning a Go panic that escaped it into an
+// exit: the runtime's state is unknown, so the parent replaces the worker
+// and reports WORKER_CRASHED.
+func runSandbox(ctx context.Context, rt *sandbox.Prepared, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, *sandbox.Retained) {
 	defer func() {
 		if r := recover(); r != nil {
 			os.Stderr.WriteString("worker: run panicked\n")
 			os.Exit(exitRunPanic)
 		}
 	}()
-	return s.nextRuntime().RunRetained(ctx, job, host)
+	if job.RetainHandles {
+		return rt.RunRetained(ctx, job, host)
+	}
+	return rt.Run(ctx, job, host), nil
 }
 
-// serveRetained sends the grant and serves invocations, one at a time in
-// the order their frames came, until the session ends: an invocation past
-// its bound, or the watchdog cancelling ctx between invocations (then an
-// ended frame carries the memory text). Its host stays open throughout,
-// so the handler's stub-mode fetches still cross the pipe.
-func (s *workerServer) serveRetained(ctx context.Context, kept *sandbox.Retained, res *protocol.ExecuteResult) {
-	defer kept.Close()
-	invokes := make(chan *message, maxQueuedInvokes)
-	s.mu.Lock()
-	s.invokes = invokes
-	s.mu.Unlock()
-	if s.send(&message{Kind: kindResult, Result: res}) != nil {
-		return
-	}
-	overLimit := func() bool {
-		var mem *protocol.MemoryLimitError
-		return errors.As(context.Cause(ctx), &mem)
-	}
-	for {
-		select {
-		case m := <-invokes:
-			inv := kept.Invoke(*m.OutboundRequest)
-			ans := &message{Kind: kindInvokeAnswer, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended}
-			if !inv.HasErr {
-				ans.OutboundResponse = &inv.Response
-			}
-			if inv.Ended {
-				ans.OverLimit = overLimit()
-			}
-			if err := s.send(ans); errors.Is(err, errFrameTooLarge) {
-				_ = s.send(&message{Kind: kindInvokeAnswer, ID: m.ID, HasErr: true, Err: sandbox.InternalErrorText})
-			}
-			if inv.Ended {
-				return
-			}
-		case <-kept.Done():
-			_ = s.send(&message{Kind: kindEnded, Err: kept.EndText(), HasErr: true, Ended: true, OverLimit: overLimit()})
-			return
-		}
-	}
-}
-
-// runProtected calls the run function, turning a Go panic that escaped it
-// into an exit: the runtime's state is unknown, so the parent replaces the
-// worker and reports WORKER_CRASHED.
-func (s *workerServer) runProtected(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+// runStandIn calls a test's run function holding the gate for the whole
+// run (the function may let go of it around a host call it waits on, as
+// the sandbox does).
+func (s *workerServer) runStandIn(ctx context.Context, job sandbox.Job, host *workerHost) *protocol.ExecuteResult {
 	defer func() {
-		if r := recover(); r != nil {
+		if rec := recover(); rec != nil {
 			os.Stderr.WriteString("worker: run panicked\n")
 			os.Exit(exitRunPanic)
 		}
 	}()
+	if !host.Enter(ctx, time.Duration(job.TimeoutMs)*time.Millisecond) {
+		return &protocol.ExecuteResult{Error: context.Cause(ctx).Error(), HasError: true}
+	}
+	defer host.Leave()
 	res := s.run(ctx, job, host)
 	if res == nil {
 		res = &protocol.ExecuteResult{}
@@ -347,51 +364,92 @@ func (s *workerServer) runProtected(ctx context.Context, job sandbox.Job, host s
 	return res
 }
 
-// heapWatch is one run's heap watchdog: every heapPoll it reads the heap
-// and cancels the run with the memory text once the heap passes the run's
-// limit (limitMB: the job's, which may be below the worker's), confirmed
-// after a collection so garbage alone never trips it. It runs from a timer,
-// so a run shorter than heapPoll costs no goroutine and no wake-up.
-type heapWatch struct {
-	mu      sync.Mutex
-	timer   *time.Timer
-	stopped bool
-	fired   bool
+// preparedRuntime is a runtime built ahead of its job, with the heap
+// building it allocated (charged to the run that takes it).
+type preparedRuntime struct {
+	rt   *sandbox.Prepared
+	cost int64
 }
 
-func (s *workerServer) watchHeap(cancel context.CancelCauseFunc, limitMB int) *heapWatch {
-	limit := s.heapBase + uint64(limitMB)<<20
-	w := &heapWatch{}
-	check := func() {
-		over := heapObjects() > limit
-		if over {
-			runtime.GC()
-			over = heapObjects() > limit
+// nextRuntime is a prepared runtime for run: one from the stock, else one
+// built now under the gate, charged to the run.
+func (s *workerServer) nextRuntime(ctx context.Context, run uint64) *sandbox.Prepared {
+	select {
+	case p := <-s.prepared:
+		s.gate.adopt(run, p.cost)
+		return p.rt
+	default:
+	}
+	if !s.gate.enter(ctx, run, 0) {
+		// The run was cancelled while it waited: it stops before it runs
+		// anything, and what it runs in does not matter.
+		return sandbox.Prepare()
+	}
+	defer s.gate.leave()
+	return sandbox.Prepare()
+}
+
+// keepPrepared keeps the stock of prepared runtimes full, building each
+// under the gate as work of the worker's own, until ctx ends.
+func (s *workerServer) keepPrepared(ctx context.Context) {
+	for {
+		if !s.gate.enter(ctx, 0, 0) {
+			return
 		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		switch {
-		case w.stopped:
-		case over:
-			w.fired = true
-			cancel(protocol.NewMemoryLimitError(limitMB))
-		default:
-			w.timer.Reset(heapPoll)
+		rt := sandbox.Prepare()
+		cost := s.gate.leave()
+		select {
+		case s.prepared <- preparedRuntime{rt: rt, cost: cost}:
+		case <-ctx.Done():
+			return
 		}
 	}
-	w.mu.Lock()
-	w.timer = time.AfterFunc(heapPoll, check)
-	w.mu.Unlock()
-	return w
 }
 
-// stop ends the watch and reports whether it cancelled the run.
-func (w *heapWatch) stop() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.stopped = true
-	w.timer.Stop()
-	return w.fired
+// serveRetained sends the grant and serves invocations, one at a time in
+// the order their frames came, until the session ends: an invocation past
+// its bound, the memory watchdog (then an ended frame carries the memory
+// text), or a release from the parent. Its host stays open throughout, so
+// the handler's stub-mode fetches still cross the pipe.
+func (s *workerServer) serveRetained(ctx context.Context, r *hostedRun, kept *sandbox.Retained, res *protocol.ExecuteResult) {
+	defer kept.Close()
+	r.kept.Store(kept)
+	select {
+	case <-r.release:
+		// Released before the grant went out (it cannot be: the parent
+		// releases what it was granted); nothing to serve.
+		return
+	default:
+	}
+	if s.send(&message{Kind: kindResult, Run: r.id, Result: res}) != nil {
+		return
+	}
+	for {
+		select {
+		case m := <-r.invokes:
+			inv := kept.Invoke(*m.OutboundRequest)
+			ans := &message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended}
+			if !inv.HasErr {
+				ans.OutboundResponse = &inv.Response
+			}
+			if inv.Ended {
+				ans.OverLimit = s.gate.overLimit(r.id)
+			}
+			if err := s.send(ans); errors.Is(err, errFrameTooLarge) {
+				_ = s.send(&message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, HasErr: true, Err: sandbox.InternalErrorText})
+			}
+			if inv.Ended {
+				return
+			}
+		case <-kept.Done():
+			_ = s.send(&message{Kind: kindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, OverLimit: s.gate.overLimit(r.id)})
+			return
+		case <-r.release:
+			kept.Close()
+			_ = s.send(&message{Kind: kindEnded, Run: r.id, Ended: true})
+			return
+		}
+	}
 }
 
 func (s *workerServer) send(m *message) error {
@@ -448,16 +506,28 @@ func (s *workerServer) forget(id uint64) {
 }
 
 // errRunFinished answers a host call made after its run returned: the
-// parent has moved on, and the call must not reach the next run's host.
+// parent has moved on, and the call must not reach the host.
 var errRunFinished = errors.New(protocol.CompletedText)
 
-// workerHost is the sandbox's Host inside a worker: every call crosses the
-// pipe to the parent, which calls the request's functions.
+// workerHost is the sandbox's Host inside a worker for one run: every call
+// crosses the pipe to the parent, which calls the request's functions, and
+// the run takes the worker's CPU gate through it.
 type workerHost struct {
 	s    *workerServer
+	run  uint64
 	mu   sync.Mutex
 	done bool
 }
+
+var _ sandbox.Gate = (*workerHost)(nil)
+
+// Enter implements sandbox.Gate.
+func (h *workerHost) Enter(ctx context.Context, left time.Duration) bool {
+	return h.s.gate.enter(ctx, h.run, left)
+}
+
+// Leave implements sandbox.Gate.
+func (h *workerHost) Leave() { h.s.gate.leave() }
 
 func (h *workerHost) finish() {
 	h.mu.Lock()
@@ -475,7 +545,7 @@ func (h *workerHost) Dispatch(ctx context.Context, provider, tool, argsJSON stri
 	if h.finished() {
 		return "", errRunFinished
 	}
-	a, err := h.s.call(ctx, &message{Kind: kindDispatch, Provider: provider, Tool: tool, Args: argsJSON})
+	a, err := h.s.call(ctx, &message{Kind: kindDispatch, Run: h.run, Provider: provider, Tool: tool, Args: argsJSON})
 	if err != nil {
 		return "", err
 	}
@@ -495,7 +565,7 @@ func (h *workerHost) DispatchAsync(ctx context.Context, provider, tool, argsJSON
 	var mu sync.Mutex // orders stop's assignment before the answer reads it
 	mu.Lock()
 	defer mu.Unlock()
-	id, err := h.s.start(&message{Kind: kindDispatch, Provider: provider, Tool: tool, Args: argsJSON}, func(a *message) {
+	id, err := h.s.start(&message{Kind: kindDispatch, Run: h.run, Provider: provider, Tool: tool, Args: argsJSON}, func(a *message) {
 		mu.Lock()
 		st := stop
 		mu.Unlock()
@@ -529,7 +599,7 @@ func (h *workerHost) Outbound(ctx context.Context, req protocol.OutboundRequest)
 	if h.finished() {
 		return protocol.OutboundResponse{}, errRunFinished
 	}
-	a, err := h.s.call(ctx, &message{Kind: kindOutbound, OutboundRequest: &req})
+	a, err := h.s.call(ctx, &message{Kind: kindOutbound, Run: h.run, OutboundRequest: &req})
 	if err != nil {
 		return protocol.OutboundResponse{}, err
 	}
@@ -543,22 +613,4 @@ func (h *workerHost) Outbound(ctx context.Context, req protocol.OutboundRequest)
 		return protocol.OutboundResponse{}, errors.New("outbound answered without a response")
 	}
 	return *a.OutboundResponse, nil
-}
-
-var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-var heapSampleMu sync.Mutex
-
-// heapObjects is the bytes of heap objects, live and not yet swept.
-func heapObjects() uint64 {
-	heapSampleMu.Lock()
-	defer heapSampleMu.Unlock()
-	metrics.Read(heapSample)
-	return heapSample[0].Value.Uint64()
-}
-
-// totalRuntimeMemory is every byte the Go runtime has mapped for itself.
-func totalRuntimeMemory() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
 }

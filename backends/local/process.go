@@ -18,13 +18,12 @@ import (
 type killReason int32
 
 const (
-	killNone      killReason = iota
-	killTimeout              // past its run clock's deadline plus grace
-	killMemory               // RSS past the limit
-	killCancelled            // the caller gave up and the worker did not stop
-	killClosed               // the executor is closing
-	killProtocol             // it sent a frame it should not have
-	killRetired              // replaced after its share of runs, or after a bad run
+	killNone     killReason = iota
+	killMemory              // RSS past the worker's memory
+	killClosed              // the executor is closing
+	killProtocol            // it sent a frame it should not have
+	killRetired             // no longer wanted: idle, drained, or evicted for another tenant
+	killOverrun             // a run held the gate past its deadline (or its cancel) plus grace
 )
 
 // process is the parent's handle on one worker process.
@@ -43,17 +42,13 @@ type process struct {
 	reason  atomic.Int32
 	dying   chan struct{} // closed on the first kill
 	dieOnce sync.Once
-	runs    int // executions started; touched only by the slot holder
-	// served and tenant: whether the worker ran an execution yet, and
-	// whose (with Options.IsolateTenants). Touched only by the slot holder,
-	// or by take while the worker sits in the idle set.
-	served bool
-	tenant string
-	rlimit uint64
+	rlimit  uint64
 	// baseRSS is the RSS right after start. The parent's RSS poll allows
-	// the memory limit plus headroom above it; untouched pages never count
-	// towards RSS, and those are RLIMIT_AS's to refuse.
+	// the worker's memory plus headroom above it; untouched pages never
+	// count towards RSS, and those are RLIMIT_AS's to refuse.
 	baseRSS uint64
+	// page is the gate page shared with the worker; nil outside Linux.
+	page *gatePage
 }
 
 // workerEnvPassed are the only variables of the gateway's environment a
@@ -78,8 +73,21 @@ func workerEnvironment(extra []string) []string {
 
 // spawn starts one worker and waits for its ready frame.
 func spawn(o *Options) (*process, error) {
+	page, err := newGatePage()
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			page.release()
+		}
+	}()
 	cmd := exec.Command(o.WorkerCommand[0], o.WorkerCommand[1:]...)
 	cmd.Env = workerEnvironment(o.WorkerEnv)
+	if f := page.extraFile(); f != nil {
+		cmd.ExtraFiles = []*os.File{f} // descriptor gatePageFD in the worker
+	}
 	// Its own process group, so a kill reaches anything it started and no
 	// descendant keeps the pipes open after it.
 	cmd.SysProcAttr = processGroupAttr()
@@ -98,7 +106,9 @@ func spawn(o *Options) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
+	page.closeFile() // the worker has its own descriptor now
 	p := &process{
+		page:   page,
 		cmd:    cmd,
 		pid:    cmd.Process.Pid,
 		stdin:  stdin,
@@ -119,13 +129,20 @@ func spawn(o *Options) (*process, error) {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
+	// From here the page goes with the process: the start failures below
+	// release it once the process is reaped, and after a start whoever
+	// watches the worker does (it reads the page after the worker died).
+	ok = true
+	failed := func() { go func() { <-p.exited; page.release() }() }
 
 	init := &message{Kind: kindInit, Init: &initMessage{
 		MemoryLimitMB:  o.MemoryLimitMB,
+		WorkerMemoryMB: o.WorkerMemoryMB,
 		AddressSpaceMB: o.AddressSpaceHeadroomMB,
 	}}
 	if err := p.send(init); err != nil {
 		p.kill(killProtocol)
+		failed()
 		return nil, fmt.Errorf("worker %d: send init: %w", p.pid, err)
 	}
 	timer := time.NewTimer(o.StartTimeout)
@@ -135,6 +152,7 @@ func spawn(o *Options) (*process, error) {
 		if !ok || m.Kind != kindReady || m.Ready == nil {
 			p.kill(killProtocol)
 			<-p.exited
+			failed()
 			return nil, fmt.Errorf("worker %d did not start: %v", p.pid, p.describeExit())
 		}
 		p.rlimit = m.Ready.RlimitAS
@@ -142,6 +160,7 @@ func spawn(o *Options) (*process, error) {
 		return p, nil
 	case <-timer.C:
 		p.kill(killProtocol)
+		failed()
 		return nil, fmt.Errorf("worker %d sent no ready frame within %v", p.pid, o.StartTimeout)
 	}
 }
@@ -302,4 +321,19 @@ func (l *stderrLog) tail() string {
 		s += " … " + fmt.Sprint(l.last)
 	}
 	return s
+}
+
+// exitWait bounds how long the parent waits for a worker whose stream has
+// ended to be reaped before it kills it.
+const exitWait = 2 * time.Second
+
+// reap waits until a worker whose stream ended has exited, killing it
+// when it has not after exitWait.
+func (p *process) reap() {
+	select {
+	case <-p.exited:
+	case <-time.After(exitWait):
+		p.kill(killProtocol)
+		<-p.exited
+	}
 }

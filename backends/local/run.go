@@ -4,165 +4,156 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// exitWait bounds how long the parent waits for a worker whose stream has
-// ended to be reaped before it kills it.
-const exitWait = 2 * time.Second
+// run is the parent's side of one execution on a worker, from its job
+// frame until its last frame: its result, or, when it retained its
+// handles, the end of its session.
+type run struct {
+	id  uint64
+	w   *worker
+	req *protocol.ExecuteRequest
+	job sandbox.Job
 
-// runOn runs job on p and watches it: host calls, the run clock, RSS and the
-// caller's ctx. reusable says whether p may serve another execution.
-func (e *Executor) runOn(ctx context.Context, p *process, req *protocol.ExecuteRequest, job sandbox.Job) (res *protocol.ExecuteResult, reusable bool, err error) {
-	p.runs++
-	// Host calls get a ctx that ends with the execution: a tool call still
-	// in flight when the run settles is cancelled, not leaked.
-	hctx, hcancel := context.WithCancel(ctx)
-	defer hcancel()
+	// runCtx ends when the run settles or its caller gives up: a tool call
+	// still in flight then is cancelled, not leaked. heldCtx ends when a
+	// retained session does; the handler's stub-mode fetches run under it.
+	runCtx     context.Context
+	runCancel  context.CancelFunc
+	heldCtx    context.Context
+	heldCancel context.CancelFunc
 
-	if err := p.send(&message{Kind: kindJob, Job: &job}); err != nil {
-		if errors.Is(err, errFrameTooLarge) {
-			return nil, true, fmt.Errorf("local: %w", err)
+	done  chan runOutcome // buffered: the outcome, once
+	state atomic.Int32    // runRunning, runSettled or runAbandoned
+	// cancelledAt is when the caller gave up (monoNow), 0 before: past it
+	// plus the kill grace the run must no longer hold its worker's gate.
+	cancelledAt atomic.Int64
+	start       time.Time
+
+	// Host calls in flight in the parent, and the slots that bound them.
+	open  atomic.Int32
+	calls chan struct{}
+
+	// Set by the worker's watcher: the run settled to a fetch handler and
+	// its session lives on (granted), and then the retained execution
+	// (held) once Execute kept it.
+	granted bool
+	held    atomic.Pointer[held]
+}
+
+const (
+	runRunning int32 = iota
+	runSettled
+	runAbandoned
+)
+
+// runOutcome is what Execute returns for a run.
+type runOutcome struct {
+	res *protocol.ExecuteResult
+	err error
+}
+
+func (e *Executor) newRun(ctx context.Context, w *worker, req *protocol.ExecuteRequest, job sandbox.Job) *run {
+	r := &run{
+		id:    e.nextRun.Add(1),
+		w:     w,
+		req:   req,
+		job:   job,
+		done:  make(chan runOutcome, 1),
+		calls: make(chan struct{}, maxOpenHostCalls),
+		start: time.Now(),
+	}
+	r.runCtx, r.runCancel = context.WithCancel(ctx)
+	r.heldCtx, r.heldCancel = context.WithCancel(context.WithoutCancel(ctx))
+	return r
+}
+
+// settle hands the outcome to Execute, unless the caller gave up first; it
+// reports whether Execute took it.
+func (r *run) settle(out runOutcome) bool {
+	if !r.state.CompareAndSwap(runRunning, runSettled) {
+		return false
+	}
+	r.done <- out
+	return true
+}
+
+// abandon records that the caller gave up and tells the worker to stop the
+// run; false when the outcome is already on its way to the caller.
+func (r *run) abandon() bool {
+	if !r.state.CompareAndSwap(runRunning, runAbandoned) {
+		return false
+	}
+	r.w.abandoned.Add(1)
+	r.cancelledAt.Store(monoNow())
+	r.runCancel()
+	if r.w.p.send(&message{Kind: kindCancel, Run: r.id}) != nil {
+		r.w.kill(killProtocol, 0)
+	}
+	return true
+}
+
+// hostCall serves one dispatch or outbound frame of the run: tool calls
+// during the run go to the request's dispatch; after a grant they get the
+// completed text (dispatch belongs to the run that ended), and stub-mode
+// fetches of the handler go to the request's outbound function until the
+// handles close. At most maxOpenHostCalls run at once, maxHostBacklog
+// more wait their turn, and a call past both is refused.
+func (r *run) hostCall(m *message, afterGrant bool) {
+	if r.open.Add(1) == 1 {
+		r.w.parked.Add(1)
+	}
+	ctx := r.runCtx
+	if afterGrant {
+		ctx = r.heldCtx
+	}
+	done := func() {
+		if r.open.Add(-1) == 0 {
+			r.w.parked.Add(-1)
 		}
-		p.kill(killProtocol)
 	}
-
-	clock := newRunClock(time.Duration(job.TimeoutMs)*time.Millisecond+e.opts.KillGrace, job.CountHostWaits, p.pid, time.Now())
-	rssLimit := p.baseRSS + uint64(e.opts.MemoryLimitMB+e.opts.RSSHeadroomMB)<<20
-	tick := time.NewTicker(monitorPoll)
-	defer tick.Stop()
-
-	hostDone := make(chan struct{})
-	open := 0
-	var backlog []*message
-	startCall := func(m *message) {
-		go e.serveHostCall(hctx, p, req, m, hostDone)
+	if r.open.Load() > maxOpenHostCalls+maxHostBacklog {
+		go func() {
+			defer done()
+			refuseHostCall(ctx, r.w.p, m)
+		}()
+		return
 	}
-
-	ctxDone := ctx.Done()
-	var cancelDeadline time.Time
-	for {
+	go func() {
+		defer done()
+		if afterGrant && m.Kind == kindDispatch {
+			answerCompleted(ctx, r.w.p, m)
+			return
+		}
 		select {
-		case m, ok := <-p.frames:
-			if !ok {
-				res, err := e.afterDeath(ctx, p, job)
-				return res, false, err
-			}
-			switch m.Kind {
-			case kindDispatch, kindOutbound:
-				if open == 0 {
-					clock.hostStart(time.Now())
-				}
-				open++
-				switch {
-				case open <= maxOpenHostCalls:
-					startCall(m)
-				case len(backlog) < maxHostBacklog:
-					backlog = append(backlog, m)
-				default:
-					go refuseHostCall(hctx, p, m, hostDone)
-				}
-			case kindResult:
-				if m.Result == nil {
-					p.kill(killProtocol)
-					continue
-				}
-				if p.killedFor() == killClosed {
-					return nil, false, brokenFault()
-				}
-				if m.OverLimit {
-					e.stats.heapLimits.Add(1)
-				}
-				// A run that ended early (the caller's cancel, the timeout, the
-				// heap limit) may leave goja busy in Go code the interrupt
-				// cannot reach, so its worker is replaced, not reused.
-				if ctx.Err() != nil {
-					return nil, false, context.Cause(ctx)
-				}
-				// A result that crossed the parent's kill in the pipe still
-				// stands, but its worker is gone.
-				reusable := p.killedFor() == killNone && !m.OverLimit && !protocol.MatchesExecutionTimeout(m.Result.Error)
-				return m.Result, reusable, nil
-			default:
-				p.kill(killProtocol)
-			}
-		case <-hostDone:
-			open--
-			if len(backlog) > 0 {
-				startCall(backlog[0])
-				backlog = backlog[1:]
-			}
-			if open == 0 {
-				clock.hostEnd(time.Now())
-			}
-		case now := <-tick.C:
-			if rss, ok := readRSS(p.pid); ok && rss > rssLimit {
-				p.kill(killMemory)
-			}
-			clock.sample()
-			if clock.elapsed(now) > clock.budget {
-				p.kill(killTimeout)
-			}
-			if !cancelDeadline.IsZero() && now.After(cancelDeadline) {
-				p.kill(killCancelled)
-			}
-		case <-ctxDone:
-			ctxDone = nil
-			cancelDeadline = time.Now().Add(e.opts.KillGrace)
-			if p.send(&message{Kind: kindCancel}) != nil {
-				p.kill(killCancelled)
-			}
+		case r.calls <- struct{}{}:
+		case <-ctx.Done():
+			r.answerCancelled(ctx, m)
+			return
 		}
-	}
+		defer func() { <-r.calls }()
+		serveHostCall(ctx, r.w.p, r.req, m)
+	}()
 }
 
-// reap waits until a worker whose stream ended has exited, killing it
-// when it has not after exitWait.
-func (p *process) reap() {
-	select {
-	case <-p.exited:
-	case <-time.After(exitWait):
-		p.kill(killProtocol)
-		<-p.exited
+// answerCancelled answers a call whose context ended before it reached the
+// host: a run that may retain its session still counts it as open, so it
+// gets its answer.
+func (r *run) answerCancelled(ctx context.Context, m *message) {
+	if !r.req.RetainHandles {
+		return
 	}
-}
-
-// afterDeath reports an execution whose worker's stream ended: the bound
-// that killed it, or WORKER_CRASHED.
-func (e *Executor) afterDeath(ctx context.Context, p *process, job sandbox.Job) (*protocol.ExecuteResult, error) {
-	p.reap()
-	reason := p.killedFor()
-	switch {
-	case reason == killClosed || (reason == killNone && e.isClosed()):
-		return nil, brokenFault()
-	case reason == killMemory:
-		e.stats.rssKills.Add(1)
-		return failure(protocol.NewMemoryLimitError(job.MemoryLimitMB).Error()), nil
-	case p.ranOutOfMemory() && reason != killCancelled:
-		e.stats.outOfMemory.Add(1)
-		return failure(protocol.NewMemoryLimitError(job.MemoryLimitMB).Error()), nil
-	case reason == killTimeout:
-		e.stats.timeoutKills.Add(1)
-		return failure(protocol.NewExecutionTimeoutError(job.TimeoutMs).Error()), nil
-	case ctx.Err() != nil:
-		return nil, context.Cause(ctx)
-	}
-	e.stats.workersCrashed.Add(1)
-	e.opts.Logger.Warn("local executor: worker crashed", "pid", p.pid, "exit", p.describeExit(), "stream", fmt.Sprint(p.readErr))
-	return nil, crashedFault("The worker process under the execution exited unexpectedly.")
-}
-
-// failure is a result envelope carrying a declared failure's text.
-func failure(text string) *protocol.ExecuteResult {
-	return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}
+	_ = r.w.p.send(&message{Kind: answerKind(m.Kind), ID: m.ID, HasErr: true, Err: context.Cause(ctx).Error()})
 }
 
 // serveHostCall calls the request's dispatch or outbound function for one
 // frame and sends the answer back.
-func (e *Executor) serveHostCall(ctx context.Context, p *process, req *protocol.ExecuteRequest, m *message, done chan<- struct{}) {
+func serveHostCall(ctx context.Context, p *process, req *protocol.ExecuteRequest, m *message) {
 	ans := answerFor(ctx, req, m)
 	// A run that may retain its session still has the call open inside it
 	// after it settles: it gets its (cancelled) answer, so the sandbox's
@@ -173,26 +164,29 @@ func (e *Executor) serveHostCall(ctx context.Context, p *process, req *protocol.
 				Err: "The host's answer is too large to deliver to the sandbox."})
 		}
 	}
-	select {
-	case done <- struct{}{}:
-	case <-ctx.Done():
-	}
 }
 
 // refuseHostCall answers a call past the in-flight bound with an error.
-func refuseHostCall(ctx context.Context, p *process, m *message, done chan<- struct{}) {
-	kind := kindDispatchAnswer
-	if m.Kind == kindOutbound {
-		kind = kindOutboundAnswer
-	}
+func refuseHostCall(ctx context.Context, p *process, m *message) {
 	if ctx.Err() == nil {
-		_ = p.send(&message{Kind: kind, ID: m.ID, HasErr: true,
+		_ = p.send(&message{Kind: answerKind(m.Kind), ID: m.ID, HasErr: true,
 			Err: fmt.Sprintf("Too many host calls in flight: at most %d may wait at once. Await some before starting more.", maxOpenHostCalls+maxHostBacklog)})
 	}
-	select {
-	case done <- struct{}{}:
-	case <-ctx.Done():
+}
+
+// answerCompleted answers a tool call that reached the parent after the
+// run settled with the completed text, without calling the host.
+func answerCompleted(ctx context.Context, p *process, m *message) {
+	if ctx.Err() == nil {
+		_ = p.send(&message{Kind: kindDispatchAnswer, ID: m.ID, Answer: protocol.ErrorEnvelope(protocol.CompletedText)})
 	}
+}
+
+func answerKind(kind string) string {
+	if kind == kindOutbound {
+		return kindOutboundAnswer
+	}
+	return kindDispatchAnswer
 }
 
 // answerFor runs the caller's function for one host-call frame. A panic in
@@ -236,79 +230,62 @@ func answerFor(ctx context.Context, req *protocol.ExecuteRequest, m *message) (a
 	return ans
 }
 
-// runClock is the parent's copy of the run clock, the backstop behind the
-// sandbox's own. While no host call is open it runs on the wall clock.
-// While one is open, only the worker's CPU time advances it (guest compute
-// counts even then, and a run stuck in Go code that goja's interrupt cannot
-// reach still burns CPU); with countHostWaits it is the wall clock
-// throughout. The CPU time is sampled on the monitor's ticks, never on a
-// host call's path, so a short tool call costs no /proc read; a pause
-// counts the CPU from its first tick to its last.
-type runClock struct {
-	budget     time.Duration // the run bound plus the kill grace
-	countWaits bool
-	pid        int
-
-	spent  time.Duration // closed segments
-	mark   time.Time     // start of the open wall segment
-	paused bool          // a host call is open and waits do not count
-	// CPU ticks of the worker at the pause's first sample and its latest;
-	// sampled is false until the first sample of a pause.
-	cpu0, cpu1 uint64
-	sampled    bool
+// deathNote is how a worker's death reads to each run it hosted: the
+// process's kill reason and the run it was killed for (or that held the
+// gate when the runtime died of memory).
+type deathNote struct {
+	closed bool       // the executor is closing
+	reason killReason // the parent's, when it killed the worker
+	blamed uint64     // the run the death is charged to; 0: none
+	oom    bool       // the runtime died out of memory
 }
 
-func newRunClock(budget time.Duration, countWaits bool, pid int, now time.Time) *runClock {
-	return &runClock{budget: budget, countWaits: countWaits, pid: pid, mark: now}
+// bound is the declared failure text a death reports to run r: the one
+// blamed for a bound only stopping the process could hold. Empty when r is
+// not to blame.
+func (d deathNote) bound(r *run) (text string, overrun bool) {
+	if d.closed || d.blamed != r.id {
+		return "", false
+	}
+	switch {
+	case d.reason == killMemory || (d.oom && d.reason != killOverrun):
+		return protocol.NewMemoryLimitError(r.job.MemoryLimitMB).Error(), false
+	case d.reason == killOverrun:
+		return protocol.NewExecutionTimeoutError(r.job.TimeoutMs).Error(), true
+	}
+	return "", false
 }
 
-func (c *runClock) hostStart(now time.Time) {
-	if c.countWaits || c.paused {
-		return
+// fault is the fault a death is to run r when no bound of its own ended it.
+func (d deathNote) fault() error {
+	switch {
+	case d.closed:
+		return brokenFault()
+	case d.blamed != 0:
+		return crashedFault("The worker process under this execution was stopped because another execution on it broke a bound that only stopping the process could hold; nothing this execution did is at fault. Run it again.")
 	}
-	c.spent += now.Sub(c.mark)
-	c.paused, c.sampled = true, false
+	return crashedFault("The worker process under the execution exited unexpectedly.")
 }
 
-func (c *runClock) hostEnd(now time.Time) {
-	if !c.paused {
-		return
+// died settles a run whose worker is gone, and returns the fault it met
+// (nil when a bound of its own ended it).
+func (r *run) died(d deathNote) error {
+	r.runCancel()
+	r.heldCancel()
+	if h := r.held.Load(); h != nil {
+		return h.died(d)
 	}
-	c.spent += c.pausedCPU()
-	c.paused = false
-	c.mark = now
-}
-
-// sample reads the worker's CPU time during a pause; the monitor calls it
-// on every tick.
-func (c *runClock) sample() {
-	if !c.paused {
-		return
+	text, overrun := d.bound(r)
+	var out runOutcome
+	switch {
+	case text != "" && overrun && r.cancelledAt.Load() != 0:
+		// Killed for holding on past its cancel: the caller has its answer.
+		out.err = context.Canceled
+	case text != "":
+		out.res = failure(text)
+	default:
+		out.err = d.fault()
 	}
-	t, ok := readCPUTicks(c.pid)
-	if !ok {
-		return
-	}
-	if !c.sampled {
-		c.cpu0, c.sampled = t, true
-	}
-	c.cpu1 = max(c.cpu1, t)
-	if c.cpu1 < c.cpu0 {
-		c.cpu1 = c.cpu0
-	}
-}
-
-func (c *runClock) pausedCPU() time.Duration {
-	if !c.sampled {
-		return 0
-	}
-	return time.Duration(c.cpu1-c.cpu0) * time.Second / clockTicks
-}
-
-// elapsed is the run time spent so far.
-func (c *runClock) elapsed(now time.Time) time.Duration {
-	if c.paused {
-		return c.spent + c.pausedCPU()
-	}
-	return c.spent + now.Sub(c.mark)
+	r.settle(out)
+	return out.err
 }

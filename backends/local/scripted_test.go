@@ -17,7 +17,19 @@ import (
 // code is one command per line; it lets the pool tests make a worker crash,
 // spin in uninterruptible Go code, allocate, or call the host, on demand.
 // The run's value is the JSON array of what each command produced.
+//
+// The worker runs it holding the CPU gate, as the sandbox holds it while it
+// executes; "sleep" and "dispatch" let go of it while they wait, as the
+// sandbox's loop does, so that sibling runs of the worker go on meanwhile.
 func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+	gate, _ := host.(sandbox.Gate)
+	outside := func() func() {
+		if gate == nil {
+			return func() {}
+		}
+		gate.Leave()
+		return func() { gate.Enter(context.WithoutCancel(ctx), time.Duration(job.TimeoutMs)*time.Millisecond) }
+	}
 	var out []any
 	keep := [][]byte{}
 	for _, line := range strings.Split(strings.TrimSpace(job.Code), "\n") {
@@ -33,14 +45,19 @@ func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *proto
 		case "pid":
 			out = append(out, os.Getpid())
 		case "sleep":
+			back := outside()
 			select {
 			case <-time.After(time.Duration(n) * time.Millisecond):
 			case <-ctx.Done():
+				back()
 				return causeResult(ctx)
 			}
+			back()
 		case "dispatch":
 			for i := range n {
+				back := outside()
 				ans, err := host.Dispatch(ctx, "store", fmt.Sprintf("tool%d", i), fmt.Sprintf("[%d]", i))
+				back()
 				if err != nil {
 					out = append(out, "error: "+err.Error())
 					continue
@@ -48,7 +65,9 @@ func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *proto
 				out = append(out, ans)
 			}
 		case "outbound":
+			back := outside()
 			r, err := host.Outbound(ctx, protocol.OutboundRequest{Method: "GET", URL: "https://example.test/x", Body: []byte("hi")})
+			back()
 			if err != nil {
 				out = append(out, "error: "+err.Error())
 				continue
@@ -95,7 +114,9 @@ func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *proto
 			keep = append(keep, b)
 			out = append(out, len(b))
 		case "ctxwait":
+			back := outside()
 			<-ctx.Done()
+			back()
 			return causeResult(ctx)
 		case "env": // the worker's environment variable f[1], "unset" when it has none
 			v, ok := os.LookupEnv(f[1])

@@ -8,10 +8,11 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// TestStatsGauges: busy and queued read the pool as it is: one execution
-// parked in a tool call holds the only worker, the next waits in the queue.
+// TestStatsGauges: the gauges read the pool as it is: one execution parked
+// in a tool call holds the only place of the only worker, the next waits in
+// the queue.
 func TestStatsGauges(t *testing.T) {
-	ex, err := New(Options{PoolSize: 1, QueueBound: 4})
+	ex, err := New(Options{PoolSize: 1, RunsPerWorker: 1, QueueBound: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,13 +45,13 @@ func TestStatsGauges(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if s := ex.Stats(); s.Busy != 1 || s.WorkersAlive != 1 {
-		t.Fatalf("stats %+v, want one busy worker of one alive", s)
+	if s := ex.Stats(); s.Busy != 1 || s.WorkersAlive != 1 || s.Runs != 1 || s.Parked != 1 || s.Tenants != 1 {
+		t.Fatalf("stats %+v, want one busy worker of one alive, its one run parked", s)
 	}
 	close(release)
 	<-done
 	<-done
-	if s := ex.Stats(); s.Queued != 0 || s.Busy != 0 {
+	if s := ex.Stats(); s.Queued != 0 || s.Busy != 0 || s.Runs != 0 || s.Parked != 0 {
 		t.Fatalf("after both finished: %+v", s)
 	}
 }

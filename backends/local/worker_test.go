@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime/debug"
 	"testing"
@@ -77,8 +78,20 @@ func (w *workerPipe) exitCode(t *testing.T) int {
 	}
 }
 
+// outsideGate lets a stand-in run's gate go while it waits, as the
+// sandbox's loop does, and returns what takes it back.
+func outsideGate(host sandbox.Host) func() {
+	g, ok := host.(sandbox.Gate)
+	if !ok {
+		return func() {}
+	}
+	g.Leave()
+	return func() { g.Enter(context.Background(), time.Minute) }
+}
+
 // echoDispatch calls the host once and returns its answer as the result.
 func echoDispatch(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+	defer outsideGate(host)()
 	ans, err := host.Dispatch(ctx, "p", "t", job.Code)
 	if err != nil {
 		return &protocol.ExecuteResult{Error: err.Error(), HasError: true}
@@ -88,21 +101,44 @@ func echoDispatch(ctx context.Context, job sandbox.Job, host sandbox.Host) *prot
 
 func TestWorkerRoutesAnswersByID(t *testing.T) {
 	w := startWorker(t, echoDispatch)
-	w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{Code: "[1]"}})
+	w.send(t, &message{Kind: kindJob, Run: 7, Job: &sandbox.Job{Code: "[1]"}})
 	call := w.recv(t)
-	if call.Kind != kindDispatch || call.Provider != "p" || call.Tool != "t" || call.Args != "[1]" || call.ID == 0 {
+	if call.Kind != kindDispatch || call.Run != 7 || call.Provider != "p" || call.Tool != "t" || call.Args != "[1]" || call.ID == 0 {
 		t.Fatalf("call %+v", call)
 	}
 	// An answer to a call that does not exist is ignored.
 	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID + 100, Answer: "stray"})
 	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID, Answer: `{"result":2}`})
-	if res := w.recv(t); res.Kind != kindResult || res.Result.ResultJSON != `{"result":2}` {
+	if res := w.recv(t); res.Kind != kindResult || res.Run != 7 || res.Result.ResultJSON != `{"result":2}` {
 		t.Fatalf("result %+v", res)
 	}
 	// The next run numbers its call past the first one.
-	w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{Code: "[2]"}})
-	if next := w.recv(t); next.ID <= call.ID {
-		t.Fatalf("call ids did not grow: %d then %d", call.ID, next.ID)
+	w.send(t, &message{Kind: kindJob, Run: 8, Job: &sandbox.Job{Code: "[2]"}})
+	if next := w.recv(t); next.ID <= call.ID || next.Run != 8 {
+		t.Fatalf("call ids did not grow: %d then %+v", call.ID, next)
+	}
+}
+
+// A worker hosts many runs at once: each run's calls carry its id, and
+// each answer reaches the run that asked, in whatever order they come.
+func TestWorkerHostsRunsSideBySide(t *testing.T) {
+	w := startWorker(t, echoDispatch)
+	calls := map[uint64]*message{}
+	for run := uint64(1); run <= 3; run++ {
+		w.send(t, &message{Kind: kindJob, Run: run, Job: &sandbox.Job{Code: fmt.Sprint(run * 10)}})
+	}
+	for range 3 {
+		c := w.recv(t)
+		if c.Kind != kindDispatch || c.Args != fmt.Sprint(c.Run*10) {
+			t.Fatalf("call %+v", c)
+		}
+		calls[c.Run] = c
+	}
+	for _, run := range []uint64{3, 1, 2} {
+		w.send(t, &message{Kind: kindDispatchAnswer, ID: calls[run].ID, Answer: fmt.Sprintf(`{"result":%d}`, run)})
+		if res := w.recv(t); res.Kind != kindResult || res.Run != run || res.Result.ResultJSON != fmt.Sprintf(`{"result":%d}`, run) {
+			t.Fatalf("run %d: %+v", run, res)
+		}
 	}
 }
 
@@ -112,7 +148,7 @@ func TestWorkerRoutesAnswersByID(t *testing.T) {
 func TestWorkerRunsEachJobInAFreshPreparedRuntime(t *testing.T) {
 	w := startWorker(t, nil)
 	for i := range 3 {
-		w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{
+		w.send(t, &message{Kind: kindJob, Run: uint64(i + 1), Job: &sandbox.Job{
 			Code:      "async () => { const seen = typeof mark; globalThis.mark = 1; return seen }",
 			TimeoutMs: 5000, MemoryLimitMB: 64, OutboundMode: protocol.OutboundDisabled,
 		}})
@@ -152,7 +188,7 @@ func currentGCPercent() int {
 
 func TestWorkerHostErrorCrossesAsError(t *testing.T) {
 	w := startWorker(t, echoDispatch)
-	w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
+	w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
 	call := w.recv(t)
 	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID, HasErr: true, Err: "down"})
 	if res := w.recv(t); !res.Result.HasError || res.Result.Error != "down" {
@@ -162,28 +198,52 @@ func TestWorkerHostErrorCrossesAsError(t *testing.T) {
 
 func TestWorkerCancelReachesTheRun(t *testing.T) {
 	w := startWorker(t, func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+		defer outsideGate(host)()
 		<-ctx.Done()
 		return &protocol.ExecuteResult{Error: "stopped: " + context.Cause(ctx).Error(), HasError: true}
 	})
-	w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
-	w.send(t, &message{Kind: kindCancel})
-	if res := w.recv(t); res.Result.Error != "stopped: context canceled" {
+	w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
+	w.send(t, &message{Kind: kindJob, Run: 2, Job: &sandbox.Job{}})
+	w.send(t, &message{Kind: kindCancel, Run: 2})
+	if res := w.recv(t); res.Run != 2 || res.Result.Error != "stopped: context canceled" {
+		t.Fatalf("result %+v", res.Result)
+	}
+	// A cancel for a run that is gone crossed its result: it is ignored.
+	w.send(t, &message{Kind: kindCancel, Run: 2})
+	w.send(t, &message{Kind: kindCancel, Run: 1})
+	if res := w.recv(t); res.Run != 1 || res.Result.Error != "stopped: context canceled" {
 		t.Fatalf("result %+v", res.Result)
 	}
 }
 
 func TestWorkerProtocolViolations(t *testing.T) {
 	block := func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+		defer outsideGate(host)()
 		select {
 		case <-ctx.Done():
 		case <-time.After(2 * time.Second):
 		}
 		return &protocol.ExecuteResult{}
 	}
-	t.Run("second job while one runs", func(t *testing.T) {
+	t.Run("a run id that is in use", func(t *testing.T) {
+		w := startWorker(t, block)
+		w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
+		w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
+		if c := w.exitCode(t); c != exitBadFrame {
+			t.Fatalf("exit %d", c)
+		}
+	})
+	t.Run("a job without a run id", func(t *testing.T) {
 		w := startWorker(t, block)
 		w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
-		w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
+		if c := w.exitCode(t); c != exitBadFrame {
+			t.Fatalf("exit %d", c)
+		}
+	})
+	t.Run("a release for a run that kept nothing", func(t *testing.T) {
+		w := startWorker(t, block)
+		w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
+		w.send(t, &message{Kind: kindRelease, Run: 1})
 		if c := w.exitCode(t); c != exitBadFrame {
 			t.Fatalf("exit %d", c)
 		}
@@ -197,7 +257,7 @@ func TestWorkerProtocolViolations(t *testing.T) {
 	})
 	t.Run("job without a job", func(t *testing.T) {
 		w := startWorker(t, block)
-		w.send(t, &message{Kind: kindJob})
+		w.send(t, &message{Kind: kindJob, Run: 1})
 		if c := w.exitCode(t); c != exitBadFrame {
 			t.Fatalf("exit %d", c)
 		}
@@ -223,7 +283,9 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.PoolSize < 1 || o.QueueBound != DefaultQueueBound || o.MemoryLimitMB != protocol.DefaultMemoryLimitMB ||
+	if o.MaxWorkers < 1 || o.MinWorkers < 1 || o.MinWorkers > o.MaxWorkers || o.RunsPerWorker != DefaultRunsPerWorker ||
+		o.WorkerMemoryMB != DefaultWorkerMemoryMB || o.QueueTimeout != DefaultQueueTimeout || o.WorkerIdleTimeout != DefaultWorkerIdleTimeout ||
+		o.QueueBound != DefaultQueueBound || o.MemoryLimitMB != protocol.DefaultMemoryLimitMB ||
 		o.DefaultTimeoutMs != protocol.DefaultTimeout || o.MaxRunsPerWorker != DefaultMaxRunsPerWorker ||
 		o.HandlesIdleTimeout != protocol.DefaultHandlesIdleTimeout*time.Millisecond || len(o.WorkerCommand) != 1 {
 		t.Fatalf("defaults %+v", o)
@@ -231,7 +293,14 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 	if o, _ := (Options{QueueBound: -1, DefaultTimeoutMs: 1 << 40}).withDefaults(); o.QueueBound != 0 || o.DefaultTimeoutMs != protocol.MaxSupportedTimeout {
 		t.Fatalf("queue %d, timeout %d", o.QueueBound, o.DefaultTimeoutMs)
 	}
-	for _, bad := range []Options{{PoolSize: -1}, {MemoryLimitMB: -5}, {KillGrace: -1}} {
+	if o, _ := (Options{PoolSize: 3}).withDefaults(); o.MaxWorkers != 3 {
+		t.Fatalf("PoolSize 3 gave MaxWorkers %d", o.MaxWorkers)
+	}
+	if o, _ := (Options{MemoryLimitMB: 2048}).withDefaults(); o.WorkerMemoryMB != 2048 {
+		t.Fatalf("a worker's memory %d below one run's limit", o.WorkerMemoryMB)
+	}
+	for _, bad := range []Options{{PoolSize: -1}, {MemoryLimitMB: -5}, {KillGrace: -1}, {MaxWorkers: 2, MinWorkers: 3},
+		{MemoryLimitMB: 512, WorkerMemoryMB: 256}, {QueueTimeout: -1}, {RunsPerWorker: -1}} {
 		if _, err := New(bad); err == nil {
 			t.Fatalf("New(%+v) accepted a negative option", bad)
 		}

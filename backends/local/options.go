@@ -1,0 +1,268 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// Defaults of Options.
+const (
+	// DefaultRunsPerWorker is how many executions one worker process hosts
+	// at once. A parked run costs a fraction of a megabyte there, so the
+	// bound is the worker's memory more than this count.
+	DefaultRunsPerWorker = 512
+	// DefaultWorkerMemoryMB is one worker process's memory across the runs
+	// it hosts.
+	DefaultWorkerMemoryMB = 1024
+	// DefaultQueueBound is how many executions of one tenant may wait for
+	// room.
+	DefaultQueueBound = 64
+	// DefaultQueueTimeout is how long an execution may wait for room.
+	DefaultQueueTimeout = 10 * time.Second
+	// DefaultWorkerIdleTimeout stops a tenant's worker process that had
+	// nothing to run for this long.
+	DefaultWorkerIdleTimeout = 30 * time.Second
+	// DefaultMaxRunsPerWorker drains and replaces a worker after this many
+	// runs, so that whatever a long-lived process accumulates (fragmented
+	// heap, runtime caches) never builds up.
+	DefaultMaxRunsPerWorker = 10000
+	// DefaultKillGrace is how long past a deadline the parent waits for
+	// the worker's own report before it kills the worker.
+	DefaultKillGrace = 500 * time.Millisecond
+	// DefaultStartTimeout bounds a worker's start, ready frame included.
+	DefaultStartTimeout = 10 * time.Second
+	// DefaultAddressSpaceHeadroomMB is RLIMIT_AS's allowance above the
+	// worker's address space at start plus its memory. The Go runtime
+	// reserves its heap in 64 MiB arenas and maps GC metadata beside them,
+	// so a worker legitimately near its memory needs a few arenas of
+	// headroom; see docs/local-executor.md for the measurement.
+	DefaultAddressSpaceHeadroomMB = 256
+	// DefaultRSSHeadroomMB is the parent's RSS poll allowance above the
+	// worker's RSS at start plus its memory.
+	DefaultRSSHeadroomMB = 64
+)
+
+// DefaultMaxWorkers is the ceiling of worker processes for n CPUs.
+func DefaultMaxWorkers(n int) int { return 4 * max(n, 1) }
+
+// DefaultMinWorkers is the warm minimum for n CPUs under a ceiling.
+func DefaultMinWorkers(n, maxWorkers int) int { return min(max(n, 1), maxWorkers) }
+
+// DefaultCPUSlots is a tenant's share of worker processes for n CPUs under
+// a ceiling: one per CPU, and never the whole group unless the group has
+// one process.
+func DefaultCPUSlots(n, maxWorkers int) int { return max(1, min(max(n, 1), maxWorkers-1)) }
+
+// monitorPoll is how often the parent reads a worker's RSS and its gate
+// page. A read of /proc/PID/statm costs about 13 µs.
+const monitorPoll = 10 * time.Millisecond
+
+// Host calls of one execution: at most maxOpenHostCalls run at once in the
+// parent, at most maxHostBacklog more wait; a call past both is refused.
+const (
+	maxOpenHostCalls = 256
+	maxHostBacklog   = 4096
+)
+
+// Options configures an Executor. Every zero field takes its default.
+type Options struct {
+	// MaxWorkers is the ceiling of worker processes. Each hosts the
+	// executions of one tenant and runs one of them at a time.
+	// Default: DefaultMaxWorkers(runtime.NumCPU()).
+	MaxWorkers int
+	// PoolSize is the old name of MaxWorkers, read when MaxWorkers is
+	// zero.
+	//
+	// Deprecated: use MaxWorkers.
+	PoolSize int
+	// MinWorkers is the warm minimum: worker processes kept started while
+	// nothing runs, ready for whichever tenant comes first.
+	// Default: DefaultMinWorkers.
+	MinWorkers int
+	// RunsPerWorker is how many executions one worker process hosts at
+	// once, waiting and retained ones included. Default:
+	// DefaultRunsPerWorker.
+	RunsPerWorker int
+	// WorkerMemoryMB is one worker process's memory across its executions:
+	// its address-space limit, its GC target and the parent's RSS poll are
+	// set from it, and a worker near it takes no new executions.
+	// Default: DefaultWorkerMemoryMB, at least MemoryLimitMB.
+	WorkerMemoryMB int
+	// QueueBound is how many executions of one tenant may wait for room;
+	// one more fails at once with QUEUE_OVERFLOW. Zero takes
+	// DefaultQueueBound; a negative value allows no waiting at all.
+	QueueBound int
+	// QueueTimeout is how long an execution may wait for room before it
+	// fails with QUEUE_OVERFLOW. Default: DefaultQueueTimeout.
+	QueueTimeout time.Duration
+	// WorkerIdleTimeout stops a tenant's worker that ran nothing for this
+	// long. Default: DefaultWorkerIdleTimeout.
+	WorkerIdleTimeout time.Duration
+	// Shares gives each tenant's share of the pool (ExecuteRequest.Tenant);
+	// it is called on every placement, so it may change while the
+	// executor runs. Nil gives every tenant the default share.
+	Shares func(tenant string) Share
+	// MemoryLimitMB is each run's memory limit. Default:
+	// protocol.DefaultMemoryLimitMB.
+	MemoryLimitMB int
+	// DefaultTimeoutMs is the run bound of a request that sets none.
+	// Default: protocol.DefaultTimeout; capped at MaxSupportedTimeout.
+	DefaultTimeoutMs int64
+	// CountHostWaits is the default of the request field of that name.
+	CountHostWaits bool
+	// HandlesIdleTimeout is the idle bound of retained executions: one
+	// nobody invokes for that long is closed. Default:
+	// protocol.DefaultHandlesIdleTimeout milliseconds.
+	HandlesIdleTimeout time.Duration
+	// MaxRunsPerWorker drains and replaces a worker after that many
+	// executions. Default: DefaultMaxRunsPerWorker.
+	MaxRunsPerWorker int
+	// WorkerCommand is the program and arguments a worker runs. It must
+	// call RunWorkerIfRequested first thing. Default: this executable.
+	WorkerCommand []string
+	// WorkerEnv is added to a worker's environment ("NAME=value"). A
+	// worker inherits nothing else of the gateway's environment but TZ,
+	// ZONEINFO, SSL_CERT_FILE, SSL_CERT_DIR, GODEBUG and GOMAXPROCS, so
+	// that no secret there reaches the process that runs guest code.
+	WorkerEnv []string
+	// KillGrace: past a run's deadline, or past a cancellation, the parent
+	// waits this long for the worker before killing it. Default:
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// StartTimeout bounds a worker's start. Default: DefaultStartTimeout.
+	StartTimeout time.Duration
+	// AddressSpaceHeadroomMB is RLIMIT_AS's headroom, see
+	// DefaultAddressSpaceHeadroomMB. Negative disables the rlimit.
+	AddressSpaceHeadroomMB int
+	// RSSHeadroomMB is the RSS poll's headroom, see DefaultRSSHeadroomMB.
+	RSSHeadroomMB int
+	// Logger receives worker crashes with their stderr. Default:
+	// slog.Default().
+	Logger *slog.Logger
+	// Native configures fetch in the native mode (a request that left
+	// outbound absent): Vetoed is the operator's veto (no network at all),
+	// and the deny list, response cap, redirect policy and per-request
+	// timeout apply otherwise. The zero value allows native fetch with
+	// webplatform.DefaultDeny.
+	Native webplatform.NativeOptions
+}
+
+// Share is one tenant's share of a pool.
+type Share struct {
+	// Weight orders the tenants waiting for a worker process: the one that
+	// used the least run-clock time per weight lately goes first. Default 1.
+	Weight float64
+	// CPUSlots is how many worker processes the tenant may hold, so how
+	// many of its executions may run JavaScript at the same moment.
+	// Default: DefaultCPUSlots; at most MaxWorkers.
+	CPUSlots int
+}
+
+// withDefaults validates o and fills every zero field.
+func (o Options) withDefaults() (Options, error) {
+	if o.MaxWorkers < 0 || o.PoolSize < 0 || o.MinWorkers < 0 || o.RunsPerWorker < 0 || o.WorkerMemoryMB < 0 ||
+		o.QueueTimeout < 0 || o.WorkerIdleTimeout < 0 || o.MemoryLimitMB < 0 || o.DefaultTimeoutMs < 0 ||
+		o.MaxRunsPerWorker < 0 || o.KillGrace < 0 || o.StartTimeout < 0 || o.HandlesIdleTimeout < 0 || o.RSSHeadroomMB < 0 {
+		return o, errors.New("local: negative option")
+	}
+	n := runtime.NumCPU()
+	if o.MaxWorkers == 0 {
+		o.MaxWorkers = o.PoolSize
+	}
+	if o.MaxWorkers == 0 {
+		o.MaxWorkers = DefaultMaxWorkers(n)
+	}
+	o.PoolSize = o.MaxWorkers
+	if o.MinWorkers == 0 {
+		o.MinWorkers = DefaultMinWorkers(n, o.MaxWorkers)
+	}
+	if o.MinWorkers > o.MaxWorkers {
+		return o, fmt.Errorf("local: MinWorkers %d is above MaxWorkers %d", o.MinWorkers, o.MaxWorkers)
+	}
+	if o.RunsPerWorker == 0 {
+		o.RunsPerWorker = DefaultRunsPerWorker
+	}
+	if o.MemoryLimitMB == 0 {
+		o.MemoryLimitMB = protocol.DefaultMemoryLimitMB
+	}
+	if o.WorkerMemoryMB == 0 {
+		o.WorkerMemoryMB = max(DefaultWorkerMemoryMB, o.MemoryLimitMB)
+	}
+	if o.WorkerMemoryMB < o.MemoryLimitMB {
+		return o, fmt.Errorf("local: WorkerMemoryMB %d is below MemoryLimitMB %d: a worker could not hold one execution at its limit", o.WorkerMemoryMB, o.MemoryLimitMB)
+	}
+	switch {
+	case o.QueueBound == 0:
+		o.QueueBound = DefaultQueueBound
+	case o.QueueBound < 0:
+		o.QueueBound = 0
+	}
+	if o.QueueTimeout == 0 {
+		o.QueueTimeout = DefaultQueueTimeout
+	}
+	if o.WorkerIdleTimeout == 0 {
+		o.WorkerIdleTimeout = DefaultWorkerIdleTimeout
+	}
+	if o.DefaultTimeoutMs == 0 {
+		o.DefaultTimeoutMs = protocol.DefaultTimeout
+	}
+	o.DefaultTimeoutMs = min(o.DefaultTimeoutMs, protocol.MaxSupportedTimeout)
+	if o.HandlesIdleTimeout == 0 {
+		o.HandlesIdleTimeout = protocol.DefaultHandlesIdleTimeout * time.Millisecond
+	}
+	if o.MaxRunsPerWorker == 0 {
+		o.MaxRunsPerWorker = DefaultMaxRunsPerWorker
+	}
+	if len(o.WorkerCommand) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return o, fmt.Errorf("local: find this executable for the worker command: %w", err)
+		}
+		o.WorkerCommand = []string{exe}
+	}
+	o.WorkerCommand = append([]string(nil), o.WorkerCommand...)
+	o.WorkerEnv = append([]string(nil), o.WorkerEnv...)
+	if o.KillGrace == 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	switch {
+	case o.AddressSpaceHeadroomMB == 0:
+		o.AddressSpaceHeadroomMB = DefaultAddressSpaceHeadroomMB
+	case o.AddressSpaceHeadroomMB < 0:
+		o.AddressSpaceHeadroomMB = 0
+	}
+	if o.RSSHeadroomMB == 0 {
+		o.RSSHeadroomMB = DefaultRSSHeadroomMB
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+// shareOf is tenant's share with defaults filled and held to the pool.
+func (o *Options) shareOf(tenant string) Share {
+	var s Share
+	if o.Shares != nil {
+		s = o.Shares(tenant)
+	}
+	if s.Weight <= 0 || math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) {
+		s.Weight = 1
+	}
+	if s.CPUSlots <= 0 {
+		s.CPUSlots = DefaultCPUSlots(runtime.NumCPU(), o.MaxWorkers)
+	}
+	s.CPUSlots = min(s.CPUSlots, o.MaxWorkers)
+	return s
+}

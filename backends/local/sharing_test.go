@@ -1,0 +1,360 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// How a worker process is shared: many runs of one tenant in one process,
+// one of them executing at a time, every bound still per run, and no
+// process ever running two tenants' programs.
+
+// gatedTool is a tool whose calls wait until release is closed; arrived
+// counts the calls that reached it.
+type gatedTool struct {
+	release chan struct{}
+	mu      sync.Mutex
+	arrived int
+}
+
+func newGatedTool() *gatedTool { return &gatedTool{release: make(chan struct{})} }
+
+func (g *gatedTool) dispatch(ctx context.Context, provider, tool, args string) (string, error) {
+	g.mu.Lock()
+	g.arrived++
+	g.mu.Unlock()
+	select {
+	case <-g.release:
+		return `{"result":` + args + `}`, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (g *gatedTool) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.arrived
+}
+
+// parkedRequest awaits one call of the gated tool and returns n + 1.
+func parkedRequest(g *gatedTool, tenant string, n int) *protocol.ExecuteRequest {
+	return &protocol.ExecuteRequest{
+		Code:      fmt.Sprintf("async () => (await t.wait(%d)) + 1", n),
+		Providers: []protocol.ProviderDescriptor{{Name: "t", Tools: []string{"wait"}}},
+		Dispatch:  g.dispatch,
+		Tenant:    tenant,
+		Timeout:   protocol.TimeoutOf(500), // the wait spends none of it
+	}
+}
+
+// A run waiting on its host holds a place in a worker, not a process: 100
+// parked runs of one tenant live in the tenant's one worker process, and
+// each completes with its own answer once released.
+func TestParkedRunsShareOneWorker(t *testing.T) {
+	const n = 100
+	e := newPool(t, Options{MaxWorkers: 4, MinWorkers: 1, Shares: oneSlotEach})
+	waitWarm(t, e, 1) // a burst before the first process is up would meet the queue's bound
+	g := newGatedTool()
+	results := make(chan error, n)
+	for i := range n {
+		go func() {
+			res, err := e.Execute(testCtx(t), parkedRequest(g, "t", i))
+			switch {
+			case err != nil:
+				results <- err
+			case res.HasError || res.ResultJSON != fmt.Sprint(i+1):
+				results <- fmt.Errorf("run %d: %+v", i, res)
+			default:
+				results <- nil
+			}
+		}()
+	}
+	waitFor(t, func() bool { return g.count() == n })
+	s := e.Stats()
+	if s.Runs != n || s.Parked != n || s.Busy != 1 {
+		t.Fatalf("%d runs parked, stats %+v: want all of them on one busy worker", n, s)
+	}
+	if s.WorkersAlive > 2 {
+		t.Fatalf("%d worker processes for one tenant's parked runs (one, and a warm spare)", s.WorkersAlive)
+	}
+	close(g.release)
+	for range n {
+		if err := <-results; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// No worker process ever runs two tenants' programs, and so no cache in a
+// worker is shared between tenants either.
+func TestTenantsNeverShareAWorker(t *testing.T) {
+	e := newScripted(t, Options{MaxWorkers: 6, MinWorkers: 1})
+	seen := map[string][]int{}
+	for round := range 3 {
+		for _, tenant := range []string{"a", "b", "c"} {
+			pid := pidFor(t, e, tenant)
+			if !slices.Contains(seen[tenant], pid) {
+				seen[tenant] = append(seen[tenant], pid)
+			}
+			_ = round
+		}
+	}
+	for a, pa := range seen {
+		for b, pb := range seen {
+			if a == b {
+				continue
+			}
+			for _, p := range pa {
+				if slices.Contains(pb, p) {
+					t.Fatalf("worker %d ran both %q and %q: %v", p, a, b, seen)
+				}
+			}
+		}
+	}
+}
+
+// A run that allocates past its memory limit ends with the memory text
+// while its sibling in the same worker, parked on a tool call meanwhile,
+// completes untouched.
+func TestSiblingMemoryBombEndsAlone(t *testing.T) {
+	e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, MemoryLimitMB: 64, Shares: oneSlotEach})
+	g := newGatedTool()
+	parked := make(chan *protocol.ExecuteResult, 1)
+	go func() {
+		res, err := e.Execute(testCtx(t), parkedRequest(g, "t", 41))
+		if err != nil {
+			t.Error(err)
+		}
+		parked <- res
+	}()
+	waitFor(t, func() bool { return g.count() == 1 })
+	res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{
+		Code:    "async () => { const a = []; while (true) a.push('x'.repeat(1000) + a.length) }",
+		Tenant:  "t",
+		Timeout: protocol.TimeoutOf(30000),
+	})
+	if err != nil || res.Error != protocol.NewMemoryLimitError(64).Error() {
+		t.Fatalf("the bomb: %+v, %v", res, err)
+	}
+	close(g.release)
+	if res := <-parked; res == nil || res.HasError || res.ResultJSON != "42" {
+		t.Fatalf("the parked sibling: %+v", res)
+	}
+	if s := e.Stats(); s.WorkersCrashed != 0 || s.HeapLimits != 1 || s.WorkersStarted > 2 {
+		t.Fatalf("stats %+v: the watchdog should have ended the bomb alone", s)
+	}
+}
+
+// A sibling spinning in JavaScript holds the worker while another run's
+// tool answer arrives: the answered run waits for the CPU without spending
+// its own bound, and completes once the spinner meets its timeout.
+func TestSiblingSpinsWhileAToolAnswerArrives(t *testing.T) {
+	e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, Shares: oneSlotEach})
+	g := newGatedTool()
+	parked := make(chan *protocol.ExecuteResult, 1)
+	go func() {
+		res, err := e.Execute(testCtx(t), parkedRequest(g, "t", 1)) // a 500 ms bound
+		if err != nil {
+			t.Error(err)
+		}
+		parked <- res
+	}()
+	waitFor(t, func() bool { return g.count() == 1 })
+	spun := make(chan *protocol.ExecuteResult, 1)
+	go func() {
+		res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{
+			Code: "async () => { while (true) {} }", Tenant: "t", Timeout: protocol.TimeoutOf(1500),
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		spun <- res
+	}()
+	waitFor(t, func() bool { return e.Stats().Runs == 2 })
+	time.Sleep(100 * time.Millisecond) // let the spinner take the CPU
+	close(g.release)
+	if res := <-parked; res == nil || res.HasError || res.ResultJSON != "2" {
+		t.Fatalf("the answered run: %+v", res)
+	}
+	if res := <-spun; res == nil || res.Error != protocol.NewExecutionTimeoutError(1500).Error() {
+		t.Fatalf("the spinner: %+v", res)
+	}
+	if s := e.Stats(); s.WorkersCrashed != 0 || s.TimeoutKills != 0 {
+		t.Fatalf("stats %+v: the interrupt, not a kill, should have ended the spinner", s)
+	}
+}
+
+// Go code that no interrupt reaches, past its run's deadline, takes the
+// process down: that run reports its timeout, its sibling WORKER_CRASHED
+// (retryable) with a text that does not blame it, and the next run works.
+func TestGoCodePastDeadlineSparesNoSiblingButBlamesNone(t *testing.T) {
+	e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, KillGrace: 200 * time.Millisecond, Shares: oneSlotEach})
+	g := newGatedTool()
+	defer close(g.release)
+	parked := make(chan error, 1)
+	go func() {
+		_, err := e.Execute(testCtx(t), parkedRequest(g, "t", 1))
+		parked <- err
+	}()
+	waitFor(t, func() bool { return g.count() == 1 })
+	res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{
+		Code: "async () => /^(a+)+(?=c)/.test('a'.repeat(40) + 'b')", Tenant: "t", Timeout: protocol.TimeoutOf(300),
+	})
+	if err != nil || res.Error != protocol.NewExecutionTimeoutError(300).Error() {
+		t.Fatalf("the backtracking run: %+v, %v", res, err)
+	}
+	err = <-parked
+	want := "The worker process under this execution was stopped because another execution on it broke a bound that only stopping the process could hold; nothing this execution did is at fault. Run it again."
+	if protocol.CodeOf(err) != protocol.CodeWorkerCrashed || !protocol.IsRetryable(err) || err.Error() != want {
+		t.Fatalf("the sibling: %v, want WORKER_CRASHED with %q", err, want)
+	}
+	res, err = e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: "t"})
+	if err != nil || res.ResultJSON != "1" {
+		t.Fatalf("the next run: %+v, %v", res, err)
+	}
+}
+
+// A tenant holding its one worker with CPU-bound runs does not hold back
+// another tenant: that one's run goes to a process of its own and returns
+// while the flood is still running.
+func TestBusyTenantDoesNotStallAnother(t *testing.T) {
+	e := newScripted(t, Options{MaxWorkers: 3, MinWorkers: 1, Shares: oneSlotEach})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "spin 1500\npid", Tenant: "b", Timeout: protocol.TimeoutOf(60000)})
+		}()
+	}
+	waitFor(t, func() bool { return e.Stats().Runs == 4 })
+	pidA := pidFor(t, e, "a")
+	if s := e.Stats(); s.Runs == 0 {
+		t.Fatalf("the flood was over before tenant a's run returned: %+v", s)
+	}
+	wg.Wait()
+	if pidB := pidFor(t, e, "b"); pidB == pidA {
+		t.Fatalf("tenants a and b shared worker %d", pidA)
+	}
+}
+
+// A run that waits for room waits at most QueueTimeout, then fails with
+// the queue fault and its text.
+func TestQueueWaitIsBounded(t *testing.T) {
+	e := newScripted(t, Options{PoolSize: 1, RunsPerWorker: 1, QueueTimeout: 300 * time.Millisecond})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runScript(t, e, "sleep 3000")
+	}()
+	waitFor(t, func() bool { return e.Stats().Runs == 1 })
+	_, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid"})
+	var qt *protocol.QueueTimeoutError
+	if !errors.As(err, &qt) || protocol.CodeOf(err) != protocol.CodeQueueOverflow || qt.Waited != 300*time.Millisecond {
+		t.Fatalf("got %v, want the queue timeout at 300 ms", err)
+	}
+	if err.Error() != protocol.NewQueueTimeoutError(300*time.Millisecond, qt.RetryAfter).Error() {
+		t.Fatalf("text %q", err)
+	}
+	if s := e.Stats(); s.QueueTimeouts != 1 || s.Queued != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	<-done
+}
+
+// Each tenant has its own queue: one that filled its queue is refused,
+// while another tenant's execution still runs.
+func TestQueueIsPerTenant(t *testing.T) {
+	e := newScripted(t, Options{MaxWorkers: 3, MinWorkers: 1, RunsPerWorker: 1, QueueBound: 1, Shares: oneSlotEach})
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runScript(t, e, "sleep 1500")
+		}()
+		waitFor(t, func() bool { s := e.Stats(); return s.Runs == 1 && s.Queued == i })
+	}
+	_, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid"})
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow {
+		t.Fatalf("the flooding tenant's third run: %v, want QUEUE_OVERFLOW", err)
+	}
+	pidFor(t, e, "other")
+	wg.Wait()
+}
+
+// A tenant's worker that ran nothing for WorkerIdleTimeout is stopped, and
+// the pool shrinks back to its warm minimum.
+func TestIdleWorkersShrinkToTheWarmMinimum(t *testing.T) {
+	e := newScripted(t, Options{MaxWorkers: 4, MinWorkers: 1, WorkerIdleTimeout: time.Second})
+	for _, tenant := range []string{"a", "b", "c"} {
+		pidFor(t, e, tenant)
+	}
+	if s := e.Stats(); s.WorkersAlive < 3 {
+		t.Fatalf("three tenants ran on %d workers", s.WorkersAlive)
+	}
+	waitFor(t, func() bool { s := e.Stats(); return s.WorkersAlive == 1 && s.Spares == 1 })
+}
+
+// At the ceiling, a tenant that holds no worker gets one: the worker of
+// another tenant that has been idle longest is stopped to make room.
+func TestCeilingMakesRoomForANewTenant(t *testing.T) {
+	e := newScripted(t, Options{MaxWorkers: 2, MinWorkers: 1})
+	a := pidFor(t, e, "a")
+	b := pidFor(t, e, "b")
+	c := pidFor(t, e, "c")
+	if c == a || c == b {
+		t.Fatalf("tenant c ran on a worker of a or b: %d, %d, %d", a, b, c)
+	}
+	if s := e.Stats(); s.WorkersAlive > 2 {
+		t.Fatalf("%d workers under a ceiling of 2", s.WorkersAlive)
+	}
+	if pidFor(t, e, "b") == a {
+		t.Fatal("tenant b was given tenant a's worker")
+	}
+}
+
+// The free worker process goes first to a waiting tenant that holds none,
+// then to the one that used the least run-clock time per weight lately.
+func TestFreeWorkerGoesToTheLeastServedTenant(t *testing.T) {
+	e := &Executor{opts: Options{MaxWorkers: 8, Shares: func(tenant string) Share {
+		if tenant == "heavy" {
+			return Share{Weight: 4}
+		}
+		return Share{}
+	}}}
+	e.pool.init()
+	now := time.Now()
+	wait := func(name string, usage float64, workers int) {
+		t := e.pool.tenant(name)
+		t.queue = append(t.queue, &waiter{t: t})
+		t.usage, t.usageAt = usage, now
+		for range workers {
+			t.workers = append(t.workers, &worker{})
+		}
+	}
+	wait("busy", 10, 1)   // 10 s lately, weight 1
+	wait("heavy", 30, 1)  // 30 s lately, weight 4: 7.5 per weight
+	wait("hungry", 50, 0) // holds no worker
+	wait("full", 0, 8)    // at its share already
+	order := []string{}
+	for range 3 {
+		t := e.nextClaimLocked()
+		if t == nil {
+			break
+		}
+		order = append(order, t.name)
+		t.queue = nil
+	}
+	if want := []string{"hungry", "heavy", "busy"}; !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+}

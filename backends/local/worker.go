@@ -1,0 +1,311 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// worker is the parent's side of one worker process: the runs it hosts,
+// the goroutine that routes its frames to them (watch), and the monitor
+// that holds the bounds only the process boundary can hold.
+type worker struct {
+	e *Executor
+	p *process
+
+	// Pool state, guarded by e.mu.
+	tenant    string // whose runs it hosts, once claimed
+	claimed   bool
+	runs      int // runs placed on it and not yet gone, retained ones included
+	retained  int // of those, runs that retained their handles
+	started   int // runs ever placed on it
+	draining  bool
+	idleSince time.Time
+	gone      bool
+
+	parked    atomic.Int32  // runs with a host call open
+	abandoned atomic.Int32  // runs whose caller gave up, still on their way out
+	rss       atomic.Uint64 // the last RSS read
+
+	mu     sync.Mutex
+	byRun  map[uint64]*run
+	dead   bool   // its death has been dealt with: no run joins it
+	blamed uint64 // the run the parent killed the process for; 0: none
+	wake   chan struct{}
+	// watched is closed once the worker's death has been dealt with.
+	watched chan struct{}
+}
+
+func newWorker(e *Executor, p *process) *worker {
+	w := &worker{e: e, p: p, byRun: map[uint64]*run{}, wake: make(chan struct{}, 1), watched: make(chan struct{})}
+	go w.watch()
+	return w
+}
+
+// start registers r and sends its job. A job too large for a frame fails
+// before the worker sees it.
+func (w *worker) start(r *run) error {
+	w.mu.Lock()
+	if w.dead {
+		// Placed as the worker died: its death is not this run's.
+		w.mu.Unlock()
+		r.runCancel()
+		w.e.runGone(w, r, 0)
+		return crashedFault("The worker process for this execution exited before it started; nothing ran. Run it again.")
+	}
+	w.byRun[r.id] = r
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	err := w.p.send(&message{Kind: kindJob, Run: r.id, Job: &r.job})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errFrameTooLarge) {
+		w.forget(r)
+		r.runCancel()
+		w.e.runGone(w, r, 0)
+		return fmt.Errorf("local: %w", err)
+	}
+	// The pipe is broken: the worker is dying, and its death settles r.
+	w.kill(killProtocol, 0)
+	return nil
+}
+
+// forget drops r from the routing table; false when it was not there.
+func (w *worker) forget(r *run) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byRun[r.id] != r {
+		return false
+	}
+	delete(w.byRun, r.id)
+	return true
+}
+
+func (w *worker) lookup(id uint64) *run {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.byRun[id]
+}
+
+// release asks the worker to close a retained run's session; its ended
+// frame (or the worker's death) lets it go.
+func (w *worker) release(r *run) {
+	if w.p.send(&message{Kind: kindRelease, Run: r.id}) != nil {
+		w.kill(killProtocol, 0)
+	}
+}
+
+// kill ends the process, charging the death to run blamed (0: none) when
+// nothing was charged yet.
+func (w *worker) kill(reason killReason, blamed uint64) {
+	w.mu.Lock()
+	if w.blamed == 0 {
+		w.blamed = blamed
+	}
+	w.mu.Unlock()
+	w.p.kill(reason)
+}
+
+// watch routes the worker's frames to its runs and monitors the process,
+// until the process is gone and every run on it settled.
+func (w *worker) watch() {
+	defer close(w.watched)
+	tick := time.NewTicker(monitorPoll)
+	defer tick.Stop()
+	ticking := true
+	for {
+		select {
+		case m, ok := <-w.p.frames:
+			if !ok {
+				w.died()
+				return
+			}
+			w.frame(m)
+		case <-tick.C:
+			if !w.monitor() {
+				tick.Stop()
+				ticking = false
+			}
+		case <-w.wake:
+			if !ticking {
+				tick.Reset(monitorPoll)
+				ticking = true
+			}
+		}
+	}
+}
+
+// frame acts on one frame from the worker. A frame about a run the parent
+// does not know, or of a kind it does not expect, kills the worker:
+// nothing after it can be trusted.
+func (w *worker) frame(m *message) {
+	r := w.lookup(m.Run)
+	if r == nil {
+		w.kill(killProtocol, 0)
+		return
+	}
+	switch m.Kind {
+	case kindDispatch, kindOutbound:
+		r.hostCall(m, r.granted)
+	case kindResult:
+		w.result(r, m)
+	case kindInvokeAnswer:
+		h := r.held.Load()
+		if h == nil || !h.answer(m) {
+			w.kill(killProtocol, 0)
+			return
+		}
+		if m.Ended {
+			w.sessionEnded(r, h, m)
+		}
+	case kindEnded:
+		h := r.held.Load()
+		if !r.granted {
+			w.kill(killProtocol, 0)
+			return
+		}
+		w.sessionEnded(r, h, m)
+	default:
+		w.kill(killProtocol, 0)
+	}
+}
+
+// result settles a run. A run granted handles stays registered: its
+// session lives on in the worker.
+func (w *worker) result(r *run, m *message) {
+	if m.Result == nil || r.granted {
+		w.kill(killProtocol, 0)
+		return
+	}
+	if m.OverLimit {
+		w.e.stats.heapLimits.Add(1)
+	}
+	r.runCancel()
+	r.granted = len(m.Result.Handles) > 0 && r.req.RetainHandles
+	if !r.granted {
+		w.forget(r)
+		w.e.runGone(w, r, m.Result.RunClock)
+		r.heldCancel()
+		r.settle(runOutcome{res: m.Result})
+		return
+	}
+	if !r.settle(runOutcome{res: m.Result}) {
+		// The caller gave up: nobody will invoke these handles.
+		w.release(r)
+	}
+}
+
+// sessionEnded lets a retained run go: released, or ended by a bound.
+func (w *worker) sessionEnded(r *run, h *held, m *message) {
+	if m.OverLimit {
+		w.e.stats.heapLimits.Add(1)
+	}
+	w.forget(r)
+	r.heldCancel()
+	w.e.runGone(w, r, 0)
+	if h != nil {
+		h.ended(m.Err)
+	}
+}
+
+// monitor holds the bounds only the process can hold: the worker's memory
+// (RSS past it kills the worker, charged to the run holding the gate) and
+// the deadline of the run holding the gate (past it plus the kill grace,
+// or past its cancel plus the grace, Go code the interrupt cannot reach is
+// running, and only a kill stops it). It reports whether the worker hosts
+// any run, so that an idle one is not polled.
+func (w *worker) monitor() bool {
+	w.mu.Lock()
+	busy := len(w.byRun) > 0
+	w.mu.Unlock()
+	if rss, ok := readRSS(w.p.pid); ok {
+		w.rss.Store(rss)
+		if rss > w.e.rssLimit(w.p) {
+			w.kill(killMemory, w.p.page.read().holder)
+			return true
+		}
+	}
+	g := w.p.page.read()
+	if g.holder == 0 {
+		return busy
+	}
+	now, grace := monoNow(), int64(w.e.opts.KillGrace)
+	if g.deadline != 0 && now > g.deadline+grace {
+		if g.bound == boundMemory {
+			// Cancelled for its memory and still in Go code with it.
+			w.kill(killMemory, g.holder)
+		} else {
+			w.kill(killOverrun, g.holder)
+		}
+		return true
+	}
+	if r := w.lookup(g.holder); r != nil {
+		if c := r.cancelledAt.Load(); c != 0 && now > c+grace {
+			w.kill(killOverrun, g.holder)
+		}
+	}
+	return true
+}
+
+// rssLimit is the RSS past which the parent kills a worker.
+func (e *Executor) rssLimit(p *process) uint64 {
+	return p.baseRSS + uint64(e.opts.WorkerMemoryMB+e.opts.RSSHeadroomMB)<<20
+}
+
+// died settles every run of a worker whose stream ended: the run the death
+// is charged to reports its bound's text, the others WORKER_CRASHED (or
+// CONNECTION_BROKEN when the executor is closing).
+func (w *worker) died() {
+	w.p.reap()
+	e := w.e
+	reason := w.p.killedFor()
+	holder := w.p.page.read().holder
+	w.p.page.release()
+	closing := e.isClosed() // e.mu before w.mu, never inside it
+	w.mu.Lock()
+	d := deathNote{
+		closed: reason == killClosed || (reason == killNone && closing),
+		reason: reason,
+		blamed: w.blamed,
+		oom:    w.p.ranOutOfMemory(),
+	}
+	if d.blamed == 0 && d.oom {
+		d.blamed = holder
+	}
+	runs := make([]*run, 0, len(w.byRun))
+	for _, r := range w.byRun {
+		runs = append(runs, r)
+	}
+	w.byRun = map[uint64]*run{}
+	w.dead = true
+	w.mu.Unlock()
+	e.workerGone(w)
+
+	switch {
+	case d.closed:
+	case reason == killMemory:
+		e.stats.rssKills.Add(1)
+	case reason == killOverrun:
+		e.stats.timeoutKills.Add(1)
+	case d.oom:
+		e.stats.outOfMemory.Add(1)
+	case reason == killRetired:
+	default:
+		if len(runs) > 0 {
+			e.opts.Logger.Warn("local executor: worker crashed", "pid", w.p.pid, "tenant", w.tenant, "runs", len(runs), "exit", w.p.describeExit(), "stream", fmt.Sprint(w.p.readErr))
+		}
+	}
+	for _, r := range runs {
+		if protocol.CodeOf(r.died(d)) == protocol.CodeWorkerCrashed {
+			e.stats.workersCrashed.Add(1)
+		}
+	}
+}
