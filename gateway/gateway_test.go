@@ -744,13 +744,13 @@ func TestTenantNativeDenyBindsInsideTheBackendsAllowList(t *testing.T) {
 	}
 }
 
-// TestIsolateTenantsReachesTheLocalPool: with isolateTenants on the local
-// group, the gateway names each execution's tenant, so two tenants taking
-// turns on a one-worker pool never share its process: every switch starts
-// a fresh worker, while runs of one tenant reuse it.
-func TestIsolateTenantsReachesTheLocalPool(t *testing.T) {
+// TestTenantsNeverShareALocalWorker: isolateTenants is deprecated and
+// ignored, even when false: two tenants on one local group never run on
+// the same worker process. acme holds both workers at once, so both have
+// run its JavaScript; globex then needs a fresh process, and keeps it.
+func TestTenantsNeverShareALocalWorker(t *testing.T) {
 	e := start(t, func(y string) string {
-		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, isolateTenants: true}", 1)
+		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 2, queue: 8, isolateTenants: false}", 1)
 		return strings.Replace(y, "  - name: globex\n    backend: far", "  - name: globex\n    backend: local", 1)
 	})
 	started := func() string { return e.metric(t, `codemode_workers_started_total{backend="local"}`) }
@@ -761,18 +761,42 @@ func TestIsolateTenantsReachesTheLocalPool(t *testing.T) {
 			t.Fatalf("%s: %+v, %v", tenant, res, err)
 		}
 	}
-	run("acme")
-	run("acme")
-	if got := started(); got != "1" {
-		t.Fatalf("workers started after two runs of one tenant: %s, want 1", got)
+	acme := e.mustDial(t, "/v1/executor", "acme")
+	waiting, release := make(chan struct{}, 2), make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := acme.Execute(testCtx(t), &protocol.ExecuteRequest{
+				Code:      "async () => await gate.wait()",
+				Providers: []protocol.ProviderDescriptor{{Name: "gate", Tools: []string{"wait"}}},
+				Dispatch: func(context.Context, string, string, string) (string, error) {
+					waiting <- struct{}{}
+					<-release
+					return `{"result":1}`, nil
+				},
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	<-waiting
+	<-waiting
+	close(release)
+	wg.Wait()
+	if got := started(); got != "2" {
+		t.Fatalf("workers started after acme held both: %s, want 2", got)
 	}
 	run("globex")
-	if got := started(); got != "2" {
-		t.Fatalf("workers started after a second tenant: %s, want 2", got)
+	if got := started(); got != "3" {
+		t.Fatalf("workers started after a second tenant: %s, want 3", got)
 	}
+	run("globex")
 	run("acme")
 	if got := started(); got != "3" {
-		t.Fatalf("workers started after the first tenant again: %s, want 3", got)
+		t.Fatalf("workers started after each tenant ran again on its own: %s, want 3", got)
 	}
 }
 
