@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,26 @@ func TestExampleConfigIsValidOnAnyMachine(t *testing.T) {
 		if _, err := parse("config.example.yaml", src, noEnv, cpus); err != nil {
 			t.Errorf("on %d CPUs:\n%v", cpus, err)
 		}
+	}
+}
+
+// The keys the example shows commented out are valid when uncommented.
+func TestExampleCommentedKeysAreValid(t *testing.T) {
+	src, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^(\s*)# ((?:minWorkers|maxWorkers|cpuSlots|budget|  window|  executions|  runClock):)`)
+	on := re.ReplaceAll(src, []byte("$1$2"))
+	if n := len(re.FindAll(src, -1)); n != 7 {
+		t.Fatalf("uncommented %d keys, want 7", n)
+	}
+	cfg, err := parse("config.example.yaml", on, noEnv, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.Tenants[0].Policy.Budget; b.Executions != 10000 || b.RunClock.Std() != 10*time.Minute || b.Window.Std() != time.Hour {
+		t.Fatalf("budget %+v", b)
 	}
 }
 
