@@ -51,9 +51,11 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger) (*group,
 			MemoryLimitMB:      b.Local.MemoryMB,
 			DefaultTimeoutMs:   b.Local.DefaultTimeoutMs,
 			HandlesIdleTimeout: b.Local.HandlesIdleTimeout.Std(),
-			IsolateTenants:     b.Local.IsolateTenants,
-			Logger:             log.With("backend", b.Name),
-			Native:             nativeOptions(b.Local),
+			// isolateTenants is deprecated and ignored: a worker process
+			// never runs two tenants' JavaScript.
+			IsolateTenants: true,
+			Logger:         log.With("backend", b.Name),
+			Native:         nativeOptions(b.Local),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, err)

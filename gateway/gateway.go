@@ -56,6 +56,8 @@ type Gateway struct {
 	handles    *handleRoutes
 	metrics    *metrics
 	state      atomic.Pointer[state]
+	// now is the clock of tenant rate limits, budgets and refusal logs.
+	now func() time.Time
 
 	mu      sync.Mutex         // guards tenants and reloads
 	tenants map[string]*tenant // every tenant ever configured, by name
@@ -86,7 +88,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		opts.Getenv = os.Getenv
 	}
 	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{},
-		sessions: map[*capnweb.Session]struct{}{}}
+		sessions: map[*capnweb.Session]struct{}{}, now: time.Now}
 	var idKey []byte
 	if env := cfg.ExecutionIDs.KeyEnv; env != "" {
 		idKey = []byte(opts.Getenv(env))
@@ -396,7 +398,7 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 	if n := t.connections.Add(1); n > int64(maxConns) {
 		t.connections.Add(-1)
 		g.metrics.authFailures.WithLabelValues("too_many_connections").Inc()
-		http.Error(w, fmt.Sprintf("tenant %q is at its bound of %d open connections", id.Tenant, maxConns), http.StatusTooManyRequests)
+		refuseConnection(w, t, maxConns)
 		return
 	}
 	defer t.connections.Add(-1)

@@ -328,30 +328,49 @@ func TestNativeOutboundIsVetoed(t *testing.T) {
 func TestConcurrencyAndRateLimits(t *testing.T) {
 	e := start(t, nil)
 	ex := e.mustDial(t, "/v1/executor", "initech")
-	ctx, cancel := context.WithCancel(testCtx(t))
+	blocker := e.mustDial(t, "/v1/executor", "initech")
 	done := make(chan error, 1)
 	go func() {
-		_, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: "block"})
+		_, err := blocker.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "block"})
 		done <- err
 	}()
 	<-e.far.Started
+	// No execution of initech has finished, so the wait is the default.
 	_, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"})
-	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || !strings.Contains(err.Error(), "1 executions in flight") {
-		t.Fatalf("a second execution in flight gave %v, want QUEUE_OVERFLOW", err)
+	want := protocol.NewTenantLimitError("initech", "1 execution in flight", 100*time.Millisecond)
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || err.Error() != want.Error() {
+		t.Fatalf("a second execution in flight gave %v, want %q", err, want)
 	}
-	cancel()
+	if d, ok := protocol.RetryAfterOf(err); !ok || d != 100*time.Millisecond {
+		t.Fatalf("the hint crossed the wire as %v, %v", d, ok)
+	}
+	// Closing its connection ends the blocked run (a cancel does not
+	// cross capnweb).
+	blocker.Close()
 	<-done
-	// The burst of 2 is spent (one ran, one was refused); the next ones
-	// inside the same moment are over the rate.
+	waitFor(t, func() bool { return e.metric(t, `codemode_executions_in_flight{tenant="initech"}`) == "0" }, "initech's run to end")
+	// The burst of 2 has one token left (the refused run gave its token
+	// back); the next ones inside the same moment are over the rate, each
+	// told to wait at most the 20 ms a token takes at 50 a second.
 	refused := 0
 	for i := 0; i < 5; i++ {
 		_, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"})
-		if protocol.CodeOf(err) == protocol.CodeQueueOverflow && strings.Contains(err.Error(), "per second") {
-			refused++
+		if err == nil {
+			continue
 		}
+		d, _ := protocol.RetryAfterOf(err)
+		if want := protocol.NewTenantLimitError("initech", "50 executions started per second", d); err.Error() != want.Error() || d <= 0 || d > 20*time.Millisecond {
+			t.Fatalf("over the rate: %v, want %q with a wait of at most 20 ms", err, want)
+		}
+		refused++
 	}
 	if refused == 0 {
 		t.Fatal("no execution was refused over the rate limit")
+	}
+	for reason, want := range map[string]string{"concurrency": "1", "rate": fmt.Sprint(refused), "budget_executions": "0"} {
+		if got := e.metric(t, `codemode_refusals_total{reason="`+reason+`",tenant="initech"}`); got != want {
+			t.Errorf("refusals for %s: %s, want %s", reason, got, want)
+		}
 	}
 }
 
@@ -363,10 +382,70 @@ func TestConnectionLimit(t *testing.T) {
 	if _, err := e.dial(t, "/v1/executor", e.keys["globex"]); protocol.CodeOf(err) != protocol.CodeConnectionRejected {
 		t.Fatalf("a fourth connection gave %v, want it refused", err)
 	}
-	if got := e.upgrade(t, "/v1/executor", http.Header{"Authorization": {"Bearer " + e.keys["globex"]}}); got != 429 {
-		t.Fatalf("status %d, want 429", got)
+	req, _ := http.NewRequest("GET", e.url+"/v1/executor", nil)
+	req.Header.Set("Authorization", "Bearer "+e.keys["globex"])
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("status %d, Retry-After %q; want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if want := "tenant \"globex\" is at its bound of 3 open connections (policy.maxConnections); connect again after one of them closes\n"; string(body) != want {
+		t.Fatalf("body %q, want %q", body, want)
+	}
+	if got := e.metric(t, `codemode_refusals_total{reason="connections",tenant="globex"}`); got != "2" {
+		t.Fatalf("connection refusals counted %s, want 2", got)
 	}
 	e.mustDial(t, "/v1/executor", "initech") // other tenants are unaffected
+}
+
+// TestBackendRefusalReachesTheCallerAndIsCounted: a remote member's queue
+// at its bound answers QUEUE_OVERFLOW; the caller reads its text and hint
+// unchanged, two hops away, and the refusal is counted as queue_full.
+func TestBackendRefusalReachesTheCallerAndIsCounted(t *testing.T) {
+	e := start(t, nil)
+	_, err := e.mustDial(t, "/v1/executor", "globex").Execute(testCtx(t), &protocol.ExecuteRequest{Code: "fault:QUEUE_OVERFLOW"})
+	want := protocol.NewQueueOverflowError(4, 40*time.Millisecond)
+	var qo *protocol.QueueOverflowError
+	if err == nil || err.Error() != want.Error() || !errors.As(err, &qo) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	if d, ok := protocol.RetryAfterOf(err); !ok || d != 40*time.Millisecond {
+		t.Fatalf("hint %v, %v", d, ok)
+	}
+	if got := e.metric(t, `codemode_refusals_total{reason="queue_full",tenant="globex"}`); got != "1" {
+		t.Fatalf("queue_full refusals: %s, want 1", got)
+	}
+}
+
+// TestRunClockBudgetOnTheLocalBackend: a run that spends more run clock
+// than the tenant's budget leaves it in debt, and the next execution is
+// refused until the bucket is back at zero.
+func TestRunClockBudgetOnTheLocalBackend(t *testing.T) {
+	e := start(t, func(y string) string {
+		return strings.Replace(y, "policy: {timeoutMs: 300}", "policy: {timeoutMs: 5000, budget: {window: 1h, runClock: 1ms}}", 1)
+	})
+	ex := e.mustDial(t, "/v1/executor", "acme")
+	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => { const end = Date.now() + 30; while (Date.now() < end) {} return 1 }"})
+	if err != nil || res.ResultJSON != "1" {
+		t.Fatalf("the first run: %+v, %v", res, err)
+	}
+	_, err = ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"})
+	d, _ := protocol.RetryAfterOf(err)
+	// Past 29 ms of debt at 1 ms an hour, the wait is over a day.
+	if want := protocol.NewTenantLimitError("acme", "a budget of 1ms of run-clock time per 1h0m0s", d); err == nil || err.Error() != want.Error() || d < 24*time.Hour {
+		t.Fatalf("got %v, want %q with a wait over a day", err, want)
+	}
+	if got := e.metric(t, `codemode_refusals_total{reason="budget_run_clock",tenant="acme"}`); got != "1" {
+		t.Fatalf("budget_run_clock refusals: %s, want 1", got)
+	}
 }
 
 func TestPinsRouteHandlesForTheirTenantOnly(t *testing.T) {
@@ -704,8 +783,13 @@ func TestDrainClosesHeldHandles(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz answered %d while draining", resp.StatusCode)
 	}
-	if _, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"}); protocol.CodeOf(err) != protocol.CodeQueueOverflow {
-		t.Fatalf("an execution while draining gave %v, want QUEUE_OVERFLOW", err)
+	_, err = ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"})
+	const want = "This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it."
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || err.Error() != want {
+		t.Fatalf("an execution while draining gave %v, want QUEUE_OVERFLOW %q", err, want)
+	}
+	if got := e.metric(t, `codemode_refusals_total{reason="draining",tenant="globex"}`); got != "1" {
+		t.Fatalf("draining refusals: %s, want 1", got)
 	}
 }
 
@@ -744,13 +828,13 @@ func TestTenantNativeDenyBindsInsideTheBackendsAllowList(t *testing.T) {
 	}
 }
 
-// TestIsolateTenantsReachesTheLocalPool: with isolateTenants on the local
-// group, the gateway names each execution's tenant, so two tenants taking
-// turns on a one-worker pool never share its process: every switch starts
-// a fresh worker, while runs of one tenant reuse it.
-func TestIsolateTenantsReachesTheLocalPool(t *testing.T) {
+// TestTenantsNeverShareALocalWorker: isolateTenants is deprecated and
+// ignored, even when false: two tenants on one local group never run on
+// the same worker process. acme holds both workers at once, so both have
+// run its JavaScript; globex then needs a fresh process, and keeps it.
+func TestTenantsNeverShareALocalWorker(t *testing.T) {
 	e := start(t, func(y string) string {
-		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, isolateTenants: true}", 1)
+		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 2, queue: 8, isolateTenants: false}", 1)
 		return strings.Replace(y, "  - name: globex\n    backend: far", "  - name: globex\n    backend: local", 1)
 	})
 	started := func() string { return e.metric(t, `codemode_workers_started_total{backend="local"}`) }
@@ -761,18 +845,42 @@ func TestIsolateTenantsReachesTheLocalPool(t *testing.T) {
 			t.Fatalf("%s: %+v, %v", tenant, res, err)
 		}
 	}
-	run("acme")
-	run("acme")
-	if got := started(); got != "1" {
-		t.Fatalf("workers started after two runs of one tenant: %s, want 1", got)
+	acme := e.mustDial(t, "/v1/executor", "acme")
+	waiting, release := make(chan struct{}, 2), make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := acme.Execute(testCtx(t), &protocol.ExecuteRequest{
+				Code:      "async () => await gate.wait()",
+				Providers: []protocol.ProviderDescriptor{{Name: "gate", Tools: []string{"wait"}}},
+				Dispatch: func(context.Context, string, string, string) (string, error) {
+					waiting <- struct{}{}
+					<-release
+					return `{"result":1}`, nil
+				},
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	<-waiting
+	<-waiting
+	close(release)
+	wg.Wait()
+	if got := started(); got != "2" {
+		t.Fatalf("workers started after acme held both: %s, want 2", got)
 	}
 	run("globex")
-	if got := started(); got != "2" {
-		t.Fatalf("workers started after a second tenant: %s, want 2", got)
+	if got := started(); got != "3" {
+		t.Fatalf("workers started after a second tenant: %s, want 3", got)
 	}
+	run("globex")
 	run("acme")
 	if got := started(); got != "3" {
-		t.Fatalf("workers started after the first tenant again: %s, want 3", got)
+		t.Fatalf("workers started after each tenant ran again on its own: %s, want 3", got)
 	}
 }
 

@@ -27,6 +27,7 @@ type metrics struct {
 	runClock     *prometheus.HistogramVec
 	connections  *prometheus.GaugeVec
 	authFailures *prometheus.CounterVec
+	refusals     *prometheus.CounterVec
 }
 
 func newMetrics(g *Gateway) *metrics {
@@ -73,9 +74,13 @@ func newMetrics(g *Gateway) *metrics {
 	}, []string{"tenant", "kind"})
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemode_auth_failures_total",
-		Help: "Requests refused before any upgrade, by reason (unauthenticated, forbidden, too_many_connections).",
+		Help: "Requests refused before any upgrade, by reason (unauthenticated, forbidden, too_many_connections; the last is also codemode_refusals_total{reason=\"connections\"}).",
 	}, []string{"reason"})
-	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.requests, m.runClock, m.connections, m.authFailures} {
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_refusals_total",
+		Help: "Executions and connections turned away, by tenant and reason: rate, concurrency, budget_executions, budget_run_clock, connections, draining, and from a backend queue_full, queue_wait or backend.",
+	}, []string{"tenant", "reason"})
+	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.requests, m.runClock, m.connections, m.authFailures, m.refusals} {
 		f(c)
 	}
 	ps := g.handles.pins

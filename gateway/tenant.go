@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
@@ -34,6 +33,11 @@ type tenant struct {
 	inFlight    atomic.Int64
 	connections atomic.Int64
 	api         *executorapi.Server
+
+	// now is the clock of the rate limiter, budgets and refusal log.
+	now      func() time.Time
+	refusals *refusalLog
+	wall     wallAverage // estimates when an execution in flight ends
 }
 
 // tenantSettings are what a reload may change.
@@ -41,18 +45,25 @@ type tenantSettings struct {
 	policy     config.Policy
 	group      *group
 	limiter    *rate.Limiter  // nil: no rate limit
+	budget     *budget        // nil: no budget
 	nativeDeny []netip.Prefix // the policy's nativeDeny, parsed
 }
 
 func newTenant(t config.Tenant, g *group, gw *Gateway) *tenant {
-	tn := &tenant{name: t.Name, routes: gw.handles, log: gw.log.With("tenant", t.Name), m: gw.metrics, draining: &gw.draining}
+	tn := &tenant{name: t.Name, routes: gw.handles, log: gw.log.With("tenant", t.Name), m: gw.metrics, draining: &gw.draining,
+		now: gw.now, refusals: newRefusalLog(refusalLogInterval)}
+	// Every reason reads 0 from the start, so a rate over it is defined.
+	for _, r := range allReasons {
+		gw.metrics.refusals.WithLabelValues(t.Name, string(r))
+	}
 	tn.configure(t, g)
 	tn.api = executorapi.NewServer(tn, executorapi.ServerOptions{})
 	return tn
 }
 
 // configure applies a tenant's configuration. The rate limiter starts full
-// again only when the rate itself changed.
+// again only when the rate itself changed, and a budget's bucket only when
+// its own bound changed.
 func (t *tenant) configure(c config.Tenant, g *group) {
 	s := &tenantSettings{policy: c.Policy, group: g}
 	for _, cidr := range c.Policy.NativeDeny {
@@ -66,31 +77,68 @@ func (t *tenant) configure(c config.Tenant, g *group) {
 	default:
 		s.limiter = rate.NewLimiter(rate.Limit(c.Policy.Rate), c.Policy.Burst)
 	}
+	var oldBudget *budget
+	if old != nil {
+		oldBudget = old.budget
+	}
+	s.budget = newBudget(c.Policy.Budget, oldBudget, t.now())
 	t.settings.Store(s)
 }
 
-// overLimit is the QUEUE_OVERFLOW fault for a tenant bound, with a text in
-// the grammar of the declared failures.
-func (t *tenant) overLimit(what string) error {
-	return protocol.NewFault(protocol.CodeQueueOverflow, fmt.Sprintf(
-		"Tenant %q is at its bound of %s, so this execution was turned away before it started. Retry after the executions in flight finish.", t.name, what))
+// drainingText is the refusal while the gateway drains: the caller should
+// go elsewhere, not wait here, so it names no delay.
+const drainingText = "This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it."
+
+// admit holds one execution to the tenant's bounds: the rate, the
+// concurrency cap and the budget, in that order. On success the execution
+// is counted in flight and paid for, and release undoes the count; a
+// refusal takes back what the earlier bounds took.
+func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
+	now := t.now()
+	var rsv *rate.Reservation
+	if set.limiter != nil {
+		rsv = set.limiter.ReserveN(now, 1)
+		if wait := rsv.DelayFrom(now); !rsv.OK() || wait > 0 {
+			rsv.CancelAt(now)
+			if !rsv.OK() {
+				wait = time.Second // unreachable: burst is at least one
+			}
+			return nil, &refusal{reason: reasonRate, retryAfter: wait,
+				limit: count(set.policy.Rate, "execution started per second", "executions started per second")}
+		}
+	}
+	unreserve := func() {
+		if rsv != nil {
+			rsv.CancelAt(now)
+		}
+	}
+	if n := t.inFlight.Add(1); n > int64(set.policy.MaxConcurrent) {
+		t.inFlight.Add(-1)
+		unreserve()
+		return nil, &refusal{reason: reasonConcurrency, retryAfter: concurrencyRetry(t.wall.get(), n-1),
+			limit: count(set.policy.MaxConcurrent, "execution in flight", "executions in flight")}
+	}
+	if r := set.budget.admit(now); r != nil {
+		t.inFlight.Add(-1)
+		unreserve()
+		return nil, r
+	}
+	return func() { t.inFlight.Add(-1) }, nil
 }
 
 // Execute implements protocol.Executor.
 func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
 	if t.draining.Load() {
-		return nil, protocol.NewFault(protocol.CodeQueueOverflow,
-			"This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it.")
+		t.refuse(refusal{reason: reasonDraining, limit: "a drain for a restart"})
+		return nil, protocol.NewFault(protocol.CodeQueueOverflow, drainingText)
 	}
 	set := t.settings.Load()
-	if set.limiter != nil && !set.limiter.Allow() {
-		return nil, t.overLimit(fmt.Sprintf("%g executions started per second", set.policy.Rate))
+	release, ref := t.admit(set)
+	if ref != nil {
+		t.refuse(*ref)
+		return nil, protocol.NewTenantLimitError(t.name, ref.limit, ref.retryAfter)
 	}
-	if n := t.inFlight.Add(1); n > int64(set.policy.MaxConcurrent) {
-		t.inFlight.Add(-1)
-		return nil, t.overLimit(fmt.Sprintf("%d executions in flight", set.policy.MaxConcurrent))
-	}
-	defer t.inFlight.Add(-1)
+	defer release()
 	t.m.inFlight.WithLabelValues(t.name).Inc()
 	defer t.m.inFlight.WithLabelValues(t.name).Dec()
 
@@ -129,6 +177,17 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	start := time.Now()
 	res, m, err := set.group.execute(ctx, &r)
 	wall := time.Since(start)
+	if protocol.CodeOf(err) == protocol.CodeQueueOverflow {
+		// Every member turned it away: it never started, so it costs the
+		// budget nothing and says nothing about how long runs take.
+		set.budget.unadmit(t.now())
+		t.refuse(backendRefusal(err))
+	} else {
+		t.wall.add(wall)
+	}
+	if err == nil {
+		t.settings.Load().budget.charge(t.now(), res.RunClock)
+	}
 	oc := outcome(res, err)
 	t.m.executions.WithLabelValues(t.name, set.group.name, oc).Inc()
 	t.m.wall.WithLabelValues(t.name, set.group.name).Observe(wall.Seconds())

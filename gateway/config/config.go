@@ -95,25 +95,47 @@ type Backend struct {
 	Remote *RemoteBackend `yaml:"remote"`
 }
 
-// LocalBackend configures the embedded pool of worker processes.
+// LocalBackend configures the embedded pool of worker processes. Every zero
+// field takes the local backend's default (see LocalDefaults).
 type LocalBackend struct {
-	// PoolSize is the number of worker processes. Default: one per CPU.
+	// MinWorkers is how many worker processes are kept started and warm.
+	// Default: one per CPU, at most MaxWorkers.
+	MinWorkers int `yaml:"minWorkers"`
+	// MaxWorkers is the ceiling of worker processes. Default: four per
+	// CPU.
+	MaxWorkers int `yaml:"maxWorkers"`
+	// PoolSize is poolSize, the deprecated old name of maxWorkers, still
+	// accepted; a file sets one of the two, and Settings reads either as
+	// the ceiling.
 	PoolSize int `yaml:"poolSize"`
-	// Queue is how many executions may wait for a worker. Default: the
-	// local backend's own.
+	// RunsPerWorker is how many executions one worker process hosts at
+	// once, those waiting on the host and retained ones included. Default:
+	// 512.
+	RunsPerWorker int `yaml:"runsPerWorker"`
+	// WorkerMemoryMB is one worker process's memory across all its
+	// executions. Default: 1024.
+	WorkerMemoryMB int `yaml:"workerMemoryMB"`
+	// Queue is how many executions of one tenant may wait for room; one
+	// more fails at once with QUEUE_OVERFLOW. Default: 64.
 	Queue int `yaml:"queue"`
+	// QueueTimeout is how long an execution may wait for room before it
+	// fails with QUEUE_OVERFLOW. Default: 10s.
+	QueueTimeout Duration `yaml:"queueTimeout"`
+	// WorkerIdleTimeout stops a worker process whose tenant has had
+	// nothing to run on it for this long. Default: 30s.
+	WorkerIdleTimeout Duration `yaml:"workerIdleTimeout"`
 	// MemoryMB is each run's memory limit. Default: 128.
 	MemoryMB int `yaml:"memoryMB"`
 	// DefaultTimeoutMs is the run bound of a request that sets none.
 	// Default: 30000.
 	DefaultTimeoutMs int64 `yaml:"defaultTimeoutMs"`
 	// HandlesIdleTimeout closes a retained execution nobody invoked for
-	// this long, and returns its worker to the pool. Default: 60s.
+	// this long. Default: 60s.
 	HandlesIdleTimeout Duration `yaml:"handlesIdleTimeout"`
-	// IsolateTenants keeps each worker process to one tenant: a worker
-	// that ran one tenant's execution never runs another's. Default false:
-	// tenants of the group share its workers in turn (a fresh runtime per
-	// run).
+	// IsolateTenants is accepted and ignored: a worker process is always
+	// kept to one tenant.
+	//
+	// Deprecated: leave it out.
 	IsolateTenants bool `yaml:"isolateTenants"`
 	// NativeOutbound lets programs fetch from this process when a request
 	// leaves outbound absent. Default false, the operator's veto: such
@@ -195,7 +217,8 @@ type APIKey struct {
 	Hash string `yaml:"hash"`
 }
 
-// Policy is a tenant's bounds. A zero value takes the operator's limit.
+// Policy is a tenant's bounds. A zero value takes its default: for a cap,
+// the operator's limit.
 type Policy struct {
 	// TimeoutMs caps the run bound of this tenant's requests.
 	TimeoutMs int64 `yaml:"timeoutMs"`
@@ -222,7 +245,41 @@ type Policy struct {
 	// MaxHandles caps retained executions; a grant past it closes the
 	// tenant's least recently used one.
 	MaxHandles int `yaml:"maxHandles"`
+	// Budget bounds what the tenant may spend over a window.
+	Budget Budget `yaml:"budget"`
+	// Weight is the tenant's weight in its local group's fair share of
+	// worker processes: a tenant of weight 2 gets twice the share of one
+	// of weight 1 when both have work waiting. Default (and 0): 1; at most
+	// 1000. Local groups only; a remote server shares its own capacity.
+	Weight float64 `yaml:"weight"`
+	// CPUSlots is how many of the tenant's executions may run JavaScript
+	// at the same moment on its local group: one per worker process, since
+	// a worker process runs one runtime at a time. Default (0): the
+	// group's, the smaller of the CPUs and maxWorkers - 1, at least 1.
+	CPUSlots int `yaml:"cpuSlots"`
 }
+
+// Budget is a tenant's allowance over a window. Each bound is a bucket that
+// holds the whole budget when full and refills continuously at
+// budget/window, so a tenant that spent it all may start again as soon as
+// the bucket can pay, not at the end of a calendar window.
+type Budget struct {
+	// Window is the period a budget refills over: required when a budget
+	// is set, at most 31 days.
+	Window Duration `yaml:"window"`
+	// Executions is how many executions may start per window; 0 sets no
+	// bound. An execution is refused while the bucket holds less than one.
+	Executions int `yaml:"executions"`
+	// RunClock is how much run-clock time (the CPU the tenant's programs
+	// spent, as local backends measure it) the tenant may use per window;
+	// 0 sets no bound. Each run is charged when it ends, so the bucket may
+	// go below zero; executions are refused until it is back at zero.
+	// Local groups only: a remote backend does not report run-clock time.
+	RunClock Duration `yaml:"runClock"`
+}
+
+// IsSet reports whether the budget bounds anything.
+func (b Budget) IsSet() bool { return b.Executions != 0 || b.RunClock != 0 }
 
 // Route maps a path, and for WebSocket upgrades the offered subprotocols,
 // to what serves it.

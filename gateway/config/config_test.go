@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func noEnv(string) string { return "" }
@@ -151,5 +153,123 @@ func TestTenantMemoryOnARemoteBackendIsRefused(t *testing.T) {
 	_, err := Parse("c.yaml", []byte(src), noEnv)
 	if err == nil || !strings.Contains(err.Error(), "its server applies its own memory limit") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// The example must hold on any machine: the local backend's defaults
+// depend on the CPUs.
+func TestExampleConfigIsValidOnAnyMachine(t *testing.T) {
+	src, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cpus := range []int{1, 2, 4, 96} {
+		if _, err := parse("config.example.yaml", src, noEnv, cpus); err != nil {
+			t.Errorf("on %d CPUs:\n%v", cpus, err)
+		}
+	}
+}
+
+// The keys the example shows commented out are valid when uncommented.
+func TestExampleCommentedKeysAreValid(t *testing.T) {
+	src, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^(\s*)# ((?:minWorkers|maxWorkers|cpuSlots|budget|  window|  executions|  runClock):)`)
+	on := re.ReplaceAll(src, []byte("$1$2"))
+	if n := len(re.FindAll(src, -1)); n != 7 {
+		t.Fatalf("uncommented %d keys, want 7", n)
+	}
+	cfg, err := parse("config.example.yaml", on, noEnv, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.Tenants[0].Policy.Budget; b.Executions != 10000 || b.RunClock.Std() != 10*time.Minute || b.Window.Std() != time.Hour {
+		t.Fatalf("budget %+v", b)
+	}
+}
+
+func TestBudgetWeightAndSlotsParse(t *testing.T) {
+	src := strings.Replace(good, "    backend: local\n", `    backend: local
+    policy:
+      cpuSlots: 1
+      budget: {window: 1h, executions: 10000, runClock: 10m}
+`, 1)
+	cfg, err := Parse("c.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Tenants[0].Policy
+	want := Budget{Window: Duration(time.Hour), Executions: 10000, RunClock: Duration(10 * time.Minute)}
+	if p.Budget != want || !p.Budget.IsSet() || p.CPUSlots != 1 || p.Weight != 1 {
+		t.Fatalf("policy %+v", p)
+	}
+	if (Budget{Window: Duration(time.Hour)}).IsSet() {
+		t.Fatal("a window alone bounds nothing")
+	}
+}
+
+// Each bad policy or local key, its whole text at its line.
+func TestPolicyAndLocalKeyProblems(t *testing.T) {
+	const remote = "  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\n"
+	cases := []struct {
+		name, policy string
+		backend      string // added to the backends
+		tenantOn     string
+		want         string
+	}{
+		{"budget without a window", "budget: {executions: 10}", "", "local",
+			`c.yaml:8: tenants[0].policy.budget.window: is required with a budget: the period it refills over, e.g. 1h`},
+		{"budget window too long", "budget: {window: 745h, runClock: 1h}", "", "local",
+			`c.yaml:8: tenants[0].policy.budget.window: 745h0m0s is longer than 31 days (744h0m0s); use a shorter window`},
+		{"negative budget window", "budget: {window: -1s}", "", "local",
+			`c.yaml:8: tenants[0].policy.budget.window: must not be negative`},
+		{"negative executions", "budget: {window: 1h, executions: -1}", "", "local",
+			`c.yaml:8: tenants[0].policy.budget.executions: must not be negative (0 sets no bound)`},
+		{"negative run clock", "budget: {window: 1h, runClock: -1s}", "", "local",
+			`c.yaml:8: tenants[0].policy.budget.runClock: must not be negative (0 sets no bound)`},
+		{"run-clock budget on a remote backend", "budget: {window: 1h, runClock: 1m}", remote, "far",
+			`c.yaml:13: tenants[0].policy.budget.runClock: backend "far" is remote, and a remote backend does not report run-clock time, so this budget could never be charged; bound executions instead, or use a local backend`},
+		{"cpuSlots on a remote backend", "cpuSlots: 2", remote, "far",
+			`c.yaml:13: tenants[0].policy.cpuSlots: backend "far" is remote, and its server shares its own worker processes; leave cpuSlots out or use a local backend`},
+		{"negative cpuSlots", "cpuSlots: -1", "", "local",
+			`c.yaml:8: tenants[0].policy.cpuSlots: must not be negative (0 takes the group's default)`},
+		{"negative weight", "weight: -1", "", "local",
+			`c.yaml:8: tenants[0].policy.weight: -1 is not a weight: use a number above 0 and at most 1000 (1 is the default)`},
+		{"weight too large", "weight: 1000.5", "", "local",
+			`c.yaml:8: tenants[0].policy.weight: 1000.5 is not a weight: use a number above 0 and at most 1000 (1 is the default)`},
+		{"weight not a number", "weight: .nan", "", "local",
+			`c.yaml:8: tenants[0].policy.weight: NaN is not a weight: use a number above 0 and at most 1000 (1 is the default)`},
+		{"rate not a number", "rate: .nan", "", "local",
+			`c.yaml:8: tenants[0].policy.rate: must be a number of executions per second`},
+		{"rate infinite", "rate: .inf", "", "local",
+			`c.yaml:8: tenants[0].policy.rate: must be a number of executions per second`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(good, "    backend: local\n", "    backend: "+c.tenantOn+"\n    policy: {"+c.policy+"}\n", 1)
+			src = strings.Replace(src, "tenants:\n", c.backend+"tenants:\n", 1)
+			got := problems(t, src, 2)
+			if len(got) != 1 || got[0] != c.want {
+				t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), c.want)
+			}
+		})
+	}
+	for _, key := range []string{"minWorkers", "maxWorkers", "poolSize", "runsPerWorker", "workerMemoryMB", "queue", "queueTimeout", "workerIdleTimeout"} {
+		value := "-1"
+		if strings.HasSuffix(key, "Timeout") {
+			value = "-1s"
+		}
+		src := strings.Replace(good, "    type: local\n", "    type: local\n    local:\n      "+key+": "+value+"\n", 1)
+		want := "c.yaml:6: backends[0].local." + key + ": must not be negative"
+		if got := problems(t, src, 2); len(got) != 1 || got[0] != want {
+			t.Errorf("%s: got:\n%s\nwant:\n%s", key, strings.Join(got, "\n"), want)
+		}
+	}
+	// isolateTenants is still accepted.
+	src := strings.Replace(good, "    type: local\n", "    type: local\n    local: {isolateTenants: true, poolSize: 2}\n", 1)
+	if got := problems(t, src, 2); got != nil {
+		t.Errorf("the deprecated keys: %s", strings.Join(got, "\n"))
 	}
 }

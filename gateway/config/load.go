@@ -3,8 +3,10 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -83,15 +85,21 @@ func LoadWith(path string, getenv Getenv) (*Config, error) {
 	return Parse(path, data, getenv)
 }
 
-// Parse decodes and validates data, naming it file in every problem.
+// Parse decodes and validates data, naming it file in every problem. Local
+// groups are checked with the defaults of this machine's CPUs.
 func Parse(file string, data []byte, getenv Getenv) (*Config, error) {
+	return parse(file, data, getenv, runtime.NumCPU())
+}
+
+// parse is Parse on a machine of numCPU CPUs.
+func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error) {
 	var cfg Config
 	if err := decode(data, &cfg); err != nil {
 		return nil, decodeProblem(file, err)
 	}
 	cfg.Dir = filepath.Dir(file)
+	v := &validator{file: file, src: data, getenv: getenv, numCPU: numCPU, inherited: leftOut(&cfg)}
 	cfg.applyDefaults()
-	v := &validator{file: file, src: data, getenv: getenv}
 	v.validate(&cfg)
 	if len(v.problems) > 0 {
 		return nil, v.problems
@@ -185,7 +193,10 @@ func (c *Config) applyDefaults() {
 			p.MaxHandles = l.MaxHandles
 		}
 		if p.Rate > 0 && p.Burst == 0 {
-			p.Burst = max(1, int(p.Rate))
+			p.Burst = max(1, int(min(p.Rate, math.MaxInt32)))
+		}
+		if p.Weight == 0 {
+			p.Weight = 1
 		}
 	}
 	for i := range c.Routes {
@@ -193,6 +204,20 @@ func (c *Config) applyDefaults() {
 			c.Routes[i].MaxMessageBytes = l.MaxMessageBytes
 		}
 	}
+}
+
+// leftOut marks the tenant policy keys that take the operator's limit when
+// left out and were left out, so that a problem can say where a value came
+// from.
+func leftOut(c *Config) map[int]map[string]bool {
+	out := map[int]map[string]bool{}
+	for i, t := range c.Tenants {
+		out[i] = map[string]bool{
+			"maxConcurrent": t.Policy.MaxConcurrent == 0,
+			"maxHandles":    t.Policy.MaxHandles == 0,
+		}
+	}
+	return out
 }
 
 // lineOf finds the line of a YAML path in src. A key that was left out has

@@ -3,22 +3,29 @@ package config
 import (
 	"crypto/tls"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
 type validator struct {
-	file     string
-	src      []byte
-	getenv   Getenv
-	problems Problems
+	file   string
+	src    []byte
+	getenv Getenv
+	// numCPU is the machine's, for the local backend's defaults.
+	numCPU int
+	// inherited marks the tenant policy keys the file left out, which
+	// took the operator's limit, by tenant index and key.
+	inherited map[int]map[string]bool
+	problems  Problems
 }
 
 func (v *validator) add(path, format string, args ...any) {
@@ -126,18 +133,25 @@ func (v *validator) validate(c *Config) {
 			}
 		}
 		v.policy(path+".policy", t.Policy, c.Limits)
+		b := backends[t.Backend]
 		if m := t.Policy.MemoryMB; m != 0 {
-			b := backends[t.Backend]
 			switch {
 			case m < 16:
 				v.add(path+".policy.memoryMB", "%d MB is too small for a JavaScript runtime; use at least 16", m)
 			case b != nil && b.Type != "local":
 				v.add(path+".policy.memoryMB", "backend %q is remote, and its server applies its own memory limit; leave memoryMB out or use a local backend", t.Backend)
-			case b != nil && b.Local != nil && m > localMemoryMB(b.Local):
-				v.add(path+".policy.memoryMB", "%d MB is above backend %q's limit of %d MB; a tenant can only lower it", m, t.Backend, localMemoryMB(b.Local))
+			}
+		}
+		if b != nil && b.Type == "remote" {
+			if t.Policy.CPUSlots != 0 {
+				v.add(path+".policy.cpuSlots", "backend %q is remote, and its server shares its own worker processes; leave cpuSlots out or use a local backend", t.Backend)
+			}
+			if t.Policy.Budget.RunClock != 0 {
+				v.add(path+".policy.budget.runClock", "backend %q is remote, and a remote backend does not report run-clock time, so this budget could never be charged; bound executions instead, or use a local backend", t.Backend)
 			}
 		}
 	}
+	v.capacity(c)
 
 	if len(c.Routes) == 0 {
 		v.add("routes", "declare at least one route, e.g. {path: /v1/executor, kind: executor}")
@@ -214,8 +228,27 @@ func (v *validator) backend(path string, b *Backend) {
 			v.add(path+".remote", "a local backend takes no remote section")
 		}
 		l := b.Local
-		if l.PoolSize < 0 || l.Queue < 0 || l.MemoryMB < 0 || l.DefaultTimeoutMs < 0 {
-			v.add(path+".local", "poolSize, queue, memoryMB and defaultTimeoutMs must not be negative")
+		for _, f := range []struct {
+			key string
+			n   int64
+		}{
+			{"minWorkers", int64(l.MinWorkers)},
+			{"maxWorkers", int64(l.MaxWorkers)},
+			{"poolSize", int64(l.PoolSize)},
+			{"runsPerWorker", int64(l.RunsPerWorker)},
+			{"workerMemoryMB", int64(l.WorkerMemoryMB)},
+			{"queue", int64(l.Queue)},
+			{"queueTimeout", int64(l.QueueTimeout)},
+			{"workerIdleTimeout", int64(l.WorkerIdleTimeout)},
+			{"memoryMB", int64(l.MemoryMB)},
+			{"defaultTimeoutMs", l.DefaultTimeoutMs},
+		} {
+			if f.n < 0 {
+				v.add(path+".local."+f.key, "must not be negative")
+			}
+		}
+		if l.PoolSize != 0 && l.MaxWorkers != 0 {
+			v.add(path+".local.poolSize", "poolSize is the old name of maxWorkers; keep one")
 		}
 		if l.MemoryMB != 0 && l.MemoryMB < 16 {
 			v.add(path+".local.memoryMB", "%d MB is too small for a JavaScript runtime; use at least 16", l.MemoryMB)
@@ -306,11 +339,44 @@ func (v *validator) policy(path string, p Policy, l Limits) {
 			v.add(fmt.Sprintf("%s.nativeDeny[%d]", path, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
 		}
 	}
-	if p.Rate < 0 || p.Burst < 0 {
+	if math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0) {
+		v.add(path+".rate", "must be a number of executions per second")
+	} else if p.Rate < 0 || p.Burst < 0 {
 		v.add(path+".rate", "rate and burst must not be negative")
 	}
+	if w := p.Weight; math.IsNaN(w) || w <= 0 || w > maxWeight {
+		v.add(path+".weight", "%g is not a weight: use a number above 0 and at most %d (1 is the default)", w, maxWeight)
+	}
+	if p.CPUSlots < 0 {
+		v.add(path+".cpuSlots", "must not be negative (0 takes the group's default)")
+	}
+	v.budget(path+".budget", p.Budget)
 	if p.Rate == 0 && p.Burst != 0 {
 		v.add(path+".burst", "burst needs a rate: set rate (executions per second) too")
+	}
+}
+
+// maxWeight bounds policy.weight: a share a thousand times another's is
+// already all of a group.
+const maxWeight = 1000
+
+// maxBudgetWindow bounds policy.budget.window.
+const maxBudgetWindow = 31 * 24 * time.Hour
+
+func (v *validator) budget(path string, b Budget) {
+	if b.Executions < 0 {
+		v.add(path+".executions", "must not be negative (0 sets no bound)")
+	}
+	if b.RunClock < 0 {
+		v.add(path+".runClock", "must not be negative (0 sets no bound)")
+	}
+	switch w := b.Window.Std(); {
+	case w < 0:
+		v.add(path+".window", "must not be negative")
+	case w == 0 && b.IsSet():
+		v.add(path+".window", "is required with a budget: the period it refills over, e.g. 1h")
+	case w > maxBudgetWindow:
+		v.add(path+".window", "%s is longer than 31 days (%s); use a shorter window", w, maxBudgetWindow)
 	}
 }
 
@@ -362,13 +428,6 @@ func (v *validator) tls(path string, c *Config, t *TLS) {
 	if _, err := tls.LoadX509KeyPair(c.Resolve(t.CertFile), c.Resolve(t.KeyFile)); err != nil {
 		v.add(path, "cannot load the certificate and key: %v", err)
 	}
-}
-
-func localMemoryMB(l *LocalBackend) int {
-	if l.MemoryMB == 0 {
-		return protocol.DefaultMemoryLimitMB
-	}
-	return l.MemoryMB
 }
 
 // Resolve makes a path from the file relative to the file's directory.
