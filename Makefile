@@ -6,11 +6,14 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/gateway
 
-.PHONY: all build run test vet lint bench fuzz clean deps interop-deps e2e-deps e2e
+.PHONY: all build run test vet lint bench fuzz clean deps interop-deps e2e-deps peers-deps e2e
 
 # npm packages for the tests that run the real capnweb JavaScript library.
 INTEROP := protocol/capnweb/interop
 E2E     := e2e
+# The executor servers the capacity benchmark compares the gateway with
+# (isolated-vm, a native addon): make bench only, never make test.
+PEERS   := e2e/peers
 
 all: build
 
@@ -39,6 +42,13 @@ e2e-deps: $(E2E)/node_modules/.package-lock.json
 
 $(E2E)/node_modules/.package-lock.json: $(E2E)/package.json $(E2E)/package-lock.json
 	cd $(E2E) && npm ci --no-audit --no-fund
+
+# isolated-vm builds a native addon (about a minute on two CPUs), so only
+# the benchmark installs it.
+peers-deps: $(PEERS)/node_modules/.package-lock.json
+
+$(PEERS)/node_modules/.package-lock.json: $(PEERS)/package.json $(PEERS)/package-lock.json
+	cd $(PEERS) && npm ci --no-audit --no-fund
 
 # The end-to-end tests alone (make test runs them too).
 e2e: e2e-deps
