@@ -63,12 +63,14 @@ lint: vet
 
 # Benchmarks, side by side in one run each: Go's testing.B across the tree,
 # then the JavaScript client against the Go executor server and a capnweb +
-# node:vm server. Figures go in docs/benchmarks.md.
+# node:vm server, then the gateway's capacity and fairness against capnweb +
+# node:vm and capnweb + isolated-vm. Figures go in docs/benchmarks.md.
 BENCHTIME ?= 1s
-bench: build interop-deps e2e-deps
+bench: build interop-deps e2e-deps peers-deps
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 	CAPNWEB_BENCH=1 $(GO) test -count=1 -run '^TestBenchReport$$' -v ./protocol/capnweb/
 	cd $(E2E) && node bench-executors.mjs ../$(BIN)
+	cd $(E2E) && node bench-capacity.mjs ../$(BIN)
 
 # A short fuzzing pass over every fuzz target (FUZZTIME per target).
 FUZZTIME ?= 20s
