@@ -206,6 +206,10 @@ const servers = [
   { name: 'capnweb + isolated-vm', start: () => start('node', ['--no-node-snapshot', 'peers/ivm-executor-server.mjs'], 'the isolated-vm server') },
 ]
 
+// warmUp runs 64 trivial executions at once over clients, so that a pool
+// sized for the load has started its workers before anything is measured.
+const warmUp = (clients) => Promise.all(Array.from({ length: 64 }, (_, i) => clients[i % clients.length].execute({ code: 'async () => 1' })))
+
 const connectMany = (server, n) => Promise.all(Array.from({ length: n }, () => RemoteExecutor.connect(server.url, { headers: server.headers })))
 const disposeAll = (clients) => Promise.all(clients.map((c) => c.dispose().catch(() => {})))
 
@@ -305,9 +309,7 @@ async function toolWaitLoad(server) {
     if (r.error !== undefined) f.errors++
     else if (r.result !== 3 + 3 * offset) f.wrong++
   }
-  // Warm up: one run per connection.
-  await Promise.all(clients.map((c, i) => execOnce(c, i).catch(() => f.thrown++)))
-  Object.assign(f, { thrown: 0, errors: 0, wrong: 0 })
+  await warmUp(clients)
 
   const cpu0 = cpuSeconds(server.pid)
   const client0 = process.cpuUsage()
@@ -389,7 +391,7 @@ const PARK = { code: 'async () => (await t.park()) + 1', providers: [{ name: 't'
 // checks every answer.
 async function parkedLoad(server) {
   const clients = await connectMany(server, 10)
-  await Promise.all(clients.map((c) => c.execute({ code: 'async () => 1' }))) // warm up
+  await warmUp(clients)
   await sleep(500)
   const before = rssMB(server.pid)
 
