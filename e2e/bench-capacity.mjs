@@ -27,7 +27,8 @@
 //   BENCH_LOCAL        a YAML/JSON flow mapping merged into every gateway
 //                      config's `local:` (its keys win), e.g.
 //                      BENCH_LOCAL='{poolSize: 8}', so a redesigned local
-//                      backend can be measured with its own keys
+//                      backend can be measured with its own keys; a key
+//                      set to null is left out ('{queue: null}')
 //   BENCH_JSON         a file to write every figure to, as JSON
 //
 // Exit status 1 when a run is invalid: any wrong answer, a fault in steps a
@@ -155,10 +156,12 @@ function flowEntries(text) {
 const benchLocal = flowEntries(process.env.BENCH_LOCAL ?? '')
 
 // localBackend is the one backend every gateway config has: ours merged
-// with BENCH_LOCAL, whose keys win.
+// with BENCH_LOCAL, whose keys win; a key BENCH_LOCAL sets to null is left
+// out, for a build that no longer knows it.
 function localBackend(ours = {}) {
   const theirs = new Set(benchLocal.map((e) => e.key))
-  const parts = [...Object.entries(ours).filter(([k]) => !theirs.has(k)).map(([k, v]) => `${k}: ${v}`), ...benchLocal.map((e) => e.text)]
+  const dropped = (e) => /:\s*(null|~)\s*$/.test(e.text)
+  const parts = [...Object.entries(ours).filter(([k]) => !theirs.has(k)).map(([k, v]) => `${k}: ${v}`), ...benchLocal.filter((e) => !dropped(e)).map((e) => e.text)]
   return parts.length === 0 ? '{name: local, type: local}' : `{name: local, type: local, local: {${parts.join(', ')}}}`
 }
 
@@ -382,6 +385,7 @@ async function stepToolWait() {
 
 // ---- b. executions parked at once --------------------------------------------------------
 
+const PARK_LOCAL = { queue: 2048 }
 const PARK = { code: 'async () => (await t.park()) + 1', providers: [{ name: 't', tools: ['park'] }] }
 
 // parkedLoad starts PARKED executions over 10 connections, each awaiting
@@ -443,10 +447,10 @@ async function parkedLoad(server) {
 async function stepParked() {
   console.log(`## b. ${PARKED} executions parked at once\n\nEach runs \`${PARK.code}\` and awaits its tool call, which is answered only once all ${PARKED} have called ` +
     `(or after ${PARK_MS / 1000} s, or ${STALL_MS / 1000} s without a new call once the first came). RSS is the server process and all its descendants ` +
-    '(/proc VmRSS), before the load (connections open, warmed up) and while parked. The gateway runs with `queue: 2048` so that no run is refused.\n')
+    `(/proc VmRSS), before the load (connections open, warmed up) and while parked. The gateway's backend: \`${localBackend(PARK_LOCAL)}\` (a queue so that no run is refused).\n`)
   const rows = []
   for (const s of servers) {
-    const server = await s.start({ queue: 2048 })
+    const server = await s.start(PARK_LOCAL)
     try {
       rows.push({ name: s.name, gateway: !!s.gateway, ...(await parkedLoad(server)) })
     } finally {
