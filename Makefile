@@ -6,11 +6,14 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/gateway
 
-.PHONY: all build run test vet lint bench fuzz clean deps interop-deps e2e-deps e2e
+.PHONY: all build run test vet lint bench fuzz clean deps interop-deps e2e-deps peers-deps e2e
 
 # npm packages for the tests that run the real capnweb JavaScript library.
 INTEROP := protocol/capnweb/interop
 E2E     := e2e
+# The executor servers the capacity benchmark compares the gateway with
+# (isolated-vm, a native addon): make bench only, never make test.
+PEERS   := e2e/peers
 
 all: build
 
@@ -40,6 +43,13 @@ e2e-deps: $(E2E)/node_modules/.package-lock.json
 $(E2E)/node_modules/.package-lock.json: $(E2E)/package.json $(E2E)/package-lock.json
 	cd $(E2E) && npm ci --no-audit --no-fund
 
+# isolated-vm builds a native addon (about a minute on two CPUs), so only
+# the benchmark installs it.
+peers-deps: $(PEERS)/node_modules/.package-lock.json
+
+$(PEERS)/node_modules/.package-lock.json: $(PEERS)/package.json $(PEERS)/package-lock.json
+	cd $(PEERS) && npm ci --no-audit --no-fund
+
 # The end-to-end tests alone (make test runs them too).
 e2e: e2e-deps
 	$(GO) test -race -count=1 ./e2e/
@@ -53,12 +63,14 @@ lint: vet
 
 # Benchmarks, side by side in one run each: Go's testing.B across the tree,
 # then the JavaScript client against the Go executor server and a capnweb +
-# node:vm server. Figures go in docs/benchmarks.md.
+# node:vm server, then the gateway's capacity and fairness against capnweb +
+# node:vm and capnweb + isolated-vm. Figures go in docs/benchmarks.md.
 BENCHTIME ?= 1s
-bench: build interop-deps e2e-deps
+bench: build interop-deps e2e-deps peers-deps
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 	CAPNWEB_BENCH=1 $(GO) test -count=1 -run '^TestBenchReport$$' -v ./protocol/capnweb/
 	cd $(E2E) && node bench-executors.mjs ../$(BIN)
+	cd $(E2E) && node bench-capacity.mjs ../$(BIN)
 
 # A short fuzzing pass over every fuzz target (FUZZTIME per target).
 FUZZTIME ?= 20s
