@@ -68,7 +68,7 @@ async function measure(executor, program) {
   return { p50: lat[Math.floor(lat.length / 2)], p99: lat[Math.floor(lat.length * 0.99)], perSecond: runs / seconds }
 }
 
-const goServer = await start(gatewayBinary, ['serve', '--executor-server', '--listen', '127.0.0.1:0', '--pool-size', '2'])
+const goServer = await start(gatewayBinary, ['serve', '--executor-server', '--listen', '127.0.0.1:0', '--max-workers', '2'])
 const jsServer = await start('node', ['js-executor-server.mjs'])
 
 // Two gateways: one on its own local backend, one on goServer as a remote
@@ -88,7 +88,7 @@ tenants:
 routes:
   - {path: /v1/executor, kind: executor}
 `
-writeFileSync(join(dir, 'local.yaml'), config('  - {name: b, type: local, local: {poolSize: 2, queue: 512}}'))
+writeFileSync(join(dir, 'local.yaml'), config('  - {name: b, type: local, local: {queue: 512}}'))
 writeFileSync(join(dir, 'remote.yaml'), config(`  - {name: b, type: remote, remote: {members: [{url: "${goServer.url}"}]}}`))
 const gwLocal = await start(gatewayBinary, ['serve', '--config', join(dir, 'local.yaml')])
 const gwRemote = await start(gatewayBinary, ['serve', '--config', join(dir, 'remote.yaml')])

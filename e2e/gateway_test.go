@@ -78,7 +78,7 @@ func startTwoTenants(t *testing.T) *twoTenants {
 backends:
   - name: local
     type: local
-    local: {poolSize: 2}
+    local: {maxWorkers: 2}
   - name: far
     type: remote
     remote:

@@ -35,7 +35,7 @@ log: {format: json}
 backends:
   - name: local
     type: local
-    local: {poolSize: 2}
+    local: {maxWorkers: 2}
 tenants:
   - name: alpha
     backend: local

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,21 +42,25 @@ type group struct {
 	wg               sync.WaitGroup
 }
 
-func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger) (*group, error) {
+func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares func(tenant string) local.Share) (*group, error) {
 	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout}
 	switch b.Type {
 	case "local":
+		s := b.Local.Settings(runtime.NumCPU())
 		ex, err := local.New(local.Options{
-			PoolSize:           b.Local.PoolSize,
-			QueueBound:         b.Local.Queue,
-			MemoryLimitMB:      b.Local.MemoryMB,
+			MinWorkers:         s.MinWorkers,
+			MaxWorkers:         s.MaxWorkers,
+			RunsPerWorker:      s.RunsPerWorker,
+			WorkerMemoryMB:     s.WorkerMemoryMB,
+			QueueBound:         s.Queue,
+			QueueTimeout:       s.QueueTimeout,
+			WorkerIdleTimeout:  s.WorkerIdleTimeout,
+			Shares:             shares,
+			MemoryLimitMB:      s.MemoryMB,
 			DefaultTimeoutMs:   b.Local.DefaultTimeoutMs,
 			HandlesIdleTimeout: b.Local.HandlesIdleTimeout.Std(),
-			// isolateTenants is deprecated and ignored: a worker process
-			// never runs two tenants' JavaScript.
-			IsolateTenants: true,
-			Logger:         log.With("backend", b.Name),
-			Native:         nativeOptions(b.Local),
+			Logger:             log.With("backend", b.Name),
+			Native:             nativeOptions(b.Local),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, err)

@@ -27,6 +27,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -96,7 +97,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(idKey), members: map[string]*member{}}
 	g.base, g.cancel = context.WithCancel(context.Background())
 	for _, b := range cfg.Backends {
-		grp, err := newGroup(b, opts.Getenv, g.log)
+		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf)
 		if err != nil {
 			g.Close()
 			return nil, err
@@ -126,12 +127,27 @@ type state struct {
 	// cert and adminCert are the listeners' certificates, read from their
 	// files on every build so a reload picks up a renewed one.
 	cert, adminCert *tls.Certificate
+	// shares are the tenants' shares of their local groups.
+	shares map[string]local.Share
+}
+
+// shareOf is a tenant's share of its local group as the current
+// configuration says; local groups ask on every placement, so a reload
+// takes effect at once.
+func (g *Gateway) shareOf(tenant string) local.Share {
+	if st := g.state.Load(); st != nil {
+		return st.shares[tenant]
+	}
+	return local.Share{}
 }
 
 // build makes the state of cfg, reusing the tenants that already exist so
 // that their open connections, counters and retained executions carry over.
 func (g *Gateway) build(cfg *config.Config) (*state, error) {
-	st := &state{cfg: cfg, tenants: map[string]*tenant{}}
+	st := &state{cfg: cfg, tenants: map[string]*tenant{}, shares: map[string]local.Share{}}
+	for _, tc := range cfg.Tenants {
+		st.shares[tc.Name] = local.Share{Weight: tc.Policy.Weight, CPUSlots: tc.Policy.CPUSlots}
+	}
 	var err error
 	if st.auth, err = buildAuth(cfg, g.getenv); err != nil {
 		return nil, err

@@ -829,30 +829,24 @@ func TestTenantNativeDenyBindsInsideTheBackendsAllowList(t *testing.T) {
 }
 
 // TestTenantsNeverShareALocalWorker: isolateTenants is deprecated and
-// ignored, even when false: two tenants on one local group never run on
-// the same worker process. acme holds both workers at once, so both have
-// run its JavaScript; globex then needs a fresh process, and keeps it.
+// ignored, even when false. A local group hosts many executions of one
+// tenant in one worker process, never two tenants': two parked runs of
+// acme keep one process busy, and a parked run of globex beside them a
+// second one.
 func TestTenantsNeverShareALocalWorker(t *testing.T) {
 	e := start(t, func(y string) string {
-		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 2, queue: 8, isolateTenants: false}", 1)
+		y = strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {maxWorkers: 3, minWorkers: 1, queue: 8, isolateTenants: false}", 1)
 		return strings.Replace(y, "  - name: globex\n    backend: far", "  - name: globex\n    backend: local", 1)
 	})
-	started := func() string { return e.metric(t, `codemode_workers_started_total{backend="local"}`) }
-	run := func(tenant string) {
-		t.Helper()
-		ex := e.mustDial(t, "/v1/executor", tenant)
-		if res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"}); err != nil || res.ResultJSON != "1" {
-			t.Fatalf("%s: %+v, %v", tenant, res, err)
-		}
-	}
-	acme := e.mustDial(t, "/v1/executor", "acme")
-	waiting, release := make(chan struct{}, 2), make(chan struct{})
+	busy := func() string { return e.metric(t, `codemode_workers_busy{backend="local"}`) }
+	waiting, release := make(chan struct{}, 3), make(chan struct{})
 	var wg sync.WaitGroup
-	for range 2 {
+	park := func(tenant string) {
+		ex := e.mustDial(t, "/v1/executor", tenant)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := acme.Execute(testCtx(t), &protocol.ExecuteRequest{
+			_, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{
 				Code:      "async () => await gate.wait()",
 				Providers: []protocol.ProviderDescriptor{{Name: "gate", Tools: []string{"wait"}}},
 				Dispatch: func(context.Context, string, string, string) (string, error) {
@@ -865,23 +859,19 @@ func TestTenantsNeverShareALocalWorker(t *testing.T) {
 				t.Error(err)
 			}
 		}()
+		<-waiting
 	}
-	<-waiting
-	<-waiting
+	park("acme")
+	park("acme")
+	if got := busy(); got != "1" {
+		t.Fatalf("busy workers with two parked runs of one tenant: %s, want 1", got)
+	}
+	park("globex")
+	if got := busy(); got != "2" {
+		t.Fatalf("busy workers with a parked run of a second tenant: %s, want 2", got)
+	}
 	close(release)
 	wg.Wait()
-	if got := started(); got != "2" {
-		t.Fatalf("workers started after acme held both: %s, want 2", got)
-	}
-	run("globex")
-	if got := started(); got != "3" {
-		t.Fatalf("workers started after a second tenant: %s, want 3", got)
-	}
-	run("globex")
-	run("acme")
-	if got := started(); got != "3" {
-		t.Fatalf("workers started after each tenant ran again on its own: %s, want 3", got)
-	}
 }
 
 // TestCloseTellsClientsToReconnect: when the gateway stops, every open

@@ -109,15 +109,20 @@ func newPoolCollector(g *Gateway) *poolCollector {
 		return prometheus.NewDesc(name, help, []string{"backend"}, nil)
 	}
 	return &poolCollector{g: g, descs: map[string]*prometheus.Desc{
-		"started":  d("codemode_workers_started_total", "Worker processes that became ready (replacements included)."),
-		"crashed":  d("codemode_workers_crashed_total", "Executions failed with WORKER_CRASHED."),
-		"kills":    prometheus.NewDesc("codemode_worker_kills_total", "Workers ended by a bound, by the layer that acted (timeout: the parent's run clock; rss: the parent's RSS poll; rlimit: the address-space limit; heap: the in-worker watchdog).", []string{"backend", "layer"}, nil),
-		"overflow": d("codemode_queue_overflows_total", "Executions refused at the pool's queue bound."),
-		"granted":  d("codemode_handles_granted_total", "Executions that retained their handles."),
-		"expired":  d("codemode_handles_expired_total", "Retained executions closed at the idle bound."),
-		"alive":    d("codemode_workers_alive", "Worker processes alive or being started."),
-		"busy":     d("codemode_workers_busy", "Workers running an execution or holding a retained one."),
-		"queued":   d("codemode_executions_queued", "Executions waiting for a worker."),
+		"started":       d("codemode_workers_started_total", "Worker processes that became ready (replacements included)."),
+		"crashed":       d("codemode_workers_crashed_total", "Executions failed with WORKER_CRASHED, and worker starts that failed."),
+		"kills":         prometheus.NewDesc("codemode_worker_kills_total", "Runs a bound ended, by the layer that acted (timeout: a run held its worker past its deadline and the worker was killed; rss: the worker was killed for memory, by the RSS poll or for a run that ignored its memory cancel; rlimit: the address-space limit; heap: the in-worker watchdog ended the run alone).", []string{"backend", "layer"}, nil),
+		"overflow":      d("codemode_queue_overflows_total", "Executions refused at their tenant's queue bound."),
+		"queueTimeouts": d("codemode_queue_timeouts_total", "Executions refused after waiting the queue's bound on waiting."),
+		"granted":       d("codemode_handles_granted_total", "Executions that retained their handles."),
+		"expired":       d("codemode_handles_expired_total", "Retained executions closed at the idle bound."),
+		"alive":         d("codemode_workers_alive", "Worker processes alive or being started."),
+		"spare":         d("codemode_workers_spare", "Warm worker processes no tenant holds yet."),
+		"busy":          d("codemode_workers_busy", "Worker processes hosting at least one execution."),
+		"runs":          d("codemode_worker_runs", "Executions placed on worker processes, retained ones included."),
+		"parked":        d("codemode_worker_runs_parked", "Executions waiting on their host (a tool call, an outbound request)."),
+		"retained":      d("codemode_worker_runs_retained", "Retained executions living in worker processes."),
+		"queued":        d("codemode_executions_queued", "Executions waiting for room."),
 	}}
 }
 
@@ -145,13 +150,18 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 			counter("kills", s.OutOfMemory, "rlimit")
 			counter("kills", s.HeapLimits, "heap")
 			counter("overflow", s.QueueOverflows)
+			counter("queueTimeouts", s.QueueTimeouts)
 			counter("granted", s.HandlesGranted)
 			counter("expired", s.HandlesExpired)
 			gauge := func(key string, v int) {
 				ch <- prometheus.MustNewConstMetric(c.descs[key], prometheus.GaugeValue, float64(v), grp.name)
 			}
 			gauge("alive", s.WorkersAlive)
+			gauge("spare", s.Spares)
 			gauge("busy", s.Busy)
+			gauge("runs", s.Runs)
+			gauge("parked", s.Parked)
+			gauge("retained", s.Retained)
 			gauge("queued", s.Queued)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -218,8 +219,9 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	var hashes keyHashes
 	fs.Var(&hashes, "key-hash", "an API key hash (from `gateway hash-key`) a caller must present as `Authorization: Bearer <key>`; repeatable")
 	noAuth := fs.Bool("insecure-no-auth", false, "serve without credentials on a non-loopback address (never do this on a shared network)")
-	pool := fs.Int("pool-size", 0, "worker processes (default: one per CPU)")
-	queue := fs.Int("queue", 0, "executions that may wait for a worker (default: the local backend's)")
+	maxWorkers := fs.Int("max-workers", 0, "the ceiling of worker processes; each hosts many executions and runs one at a time (default: four per CPU)")
+	pool := fs.Int("pool-size", 0, "the old name of --max-workers")
+	queue := fs.Int("queue", 0, "executions that may wait for room (default: the local backend's)")
 	memory := fs.Int("memory-mb", 0, "memory limit of one run in MB (default 128)")
 	timeout := fs.Int64("timeout-ms", 0, "run bound of a request that sets none, in ms (default 30000)")
 	responseLimit := fs.Int("response-limit", 0, "largest result envelope or handle answer in bytes (default: just under 1 MiB)")
@@ -246,8 +248,14 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	if *maxWorkers == 0 {
+		*maxWorkers = *pool
+	}
 	exec, err := local.New(local.Options{
-		PoolSize: *pool, QueueBound: *queue, MemoryLimitMB: *memory, DefaultTimeoutMs: *timeout, Logger: logger,
+		MaxWorkers: *maxWorkers, QueueBound: *queue, MemoryLimitMB: *memory, DefaultTimeoutMs: *timeout, Logger: logger,
+		// Every caller of an executor server is one tenant to it: the
+		// gateway in front applies the tenants' shares.
+		Shares: func(string) local.Share { return local.Share{CPUSlots: math.MaxInt} },
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)

@@ -42,12 +42,10 @@ func (v *validator) localGroup(path string, l *LocalBackend, s LocalSettings) {
 	if s.MinWorkers > s.MaxWorkers {
 		v.add(path+".minWorkers", "%d is more than %s: the group could never keep that many worker processes started", s.MinWorkers, maxWorkersText(l, s))
 	}
+	// Left out, workerMemoryMB is at least memoryMB: only a value set too
+	// low can fall below it.
 	if s.WorkerMemoryMB < s.MemoryMB {
-		if l.WorkerMemoryMB != 0 {
-			v.add(path+".workerMemoryMB", "%d MB is below %s: a worker process could not hold one execution at its memory limit", s.WorkerMemoryMB, sizeText("memoryMB", l.MemoryMB, s.MemoryMB, " MB"))
-		} else {
-			v.add(path+".memoryMB", "%d MB is above %s: a worker process could not hold one execution at its memory limit; raise workerMemoryMB", s.MemoryMB, sizeText("workerMemoryMB", 0, s.WorkerMemoryMB, " MB"))
-		}
+		v.add(path+".workerMemoryMB", "%d MB is below %s: a worker process could not hold one execution at its memory limit", s.WorkerMemoryMB, sizeText("memoryMB", l.MemoryMB, s.MemoryMB, " MB"))
 	}
 }
 

@@ -144,10 +144,6 @@ func TestCapsALocalGroupCannotHonour(t *testing.T) {
 			[]string{`c.yaml:7: backends[0].local.workerMemoryMB: 100 MB is below memoryMB (128 MB by default): a worker process could not hold one execution at its memory limit`},
 		},
 		{
-			"run limit above the default worker memory", []string{group, group + "      memoryMB: 2048\n"},
-			[]string{`c.yaml:7: backends[0].local.memoryMB: 2048 MB is above workerMemoryMB (1024 MB by default): a worker process could not hold one execution at its memory limit; raise workerMemoryMB`},
-		},
-		{
 			"poolSize and maxWorkers", []string{group, group + "      poolSize: 4\n"},
 			[]string{`c.yaml:7: backends[0].local.poolSize: poolSize is the old name of maxWorkers; keep one`},
 		},

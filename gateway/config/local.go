@@ -78,11 +78,11 @@ func (l *LocalBackend) Settings(numCPU int) LocalSettings {
 	if s.RunsPerWorker == 0 {
 		s.RunsPerWorker = DefaultLocalRunsPerWorker
 	}
-	if s.WorkerMemoryMB == 0 {
-		s.WorkerMemoryMB = DefaultLocalWorkerMemoryMB
-	}
 	if s.MemoryMB == 0 {
 		s.MemoryMB = protocol.DefaultMemoryLimitMB
+	}
+	if s.WorkerMemoryMB == 0 {
+		s.WorkerMemoryMB = max(DefaultLocalWorkerMemoryMB, s.MemoryMB)
 	}
 	if s.Queue == 0 {
 		s.Queue = DefaultLocalQueue
