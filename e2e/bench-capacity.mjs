@@ -606,18 +606,19 @@ async function fairnessScenario(name, flood) {
   const c = { ok: 0, errors: 0, parked: 0, granted: 0, invocations: 0, faults: {} }
   let bClients = []
   let aClient
+  let b = null
   const run = async () => {
     aClient = await RemoteExecutor.connect(gw.url, { headers: { Authorization: `Bearer ${ka.key}` } })
     for (let i = 0; i < 5; i++) await aClient.execute({ code: 'async () => 1' }) // warm up
-    if (flood) {
-      bClients = await Promise.all(Array.from({ length: 8 }, () => RemoteExecutor.connect(gw.url, { headers: { Authorization: `Bearer ${kb.key}` } })))
-      await flood.start(bClients, c, state)
-    }
+    // Tenant B is another application: its flood runs in a process of its
+    // own, so that its callbacks never delay A's in one event loop.
+    if (flood) b = await startFlood(name, gw.url, kb.key)
     return tenantA(aClient)
   }
   const deadline = FAIR_MS + 20000
   const a = await within(run().catch((err) => ({ failed: String(err?.message ?? err) })), deadline, null)
   state.stopped = true
+  if (b) Object.assign(c, await b.stop())
   await disposeAll([...bClients, ...(aClient ? [aClient] : [])])
   await gw.stop()
   if (a?.failed) invalid.push(`c: the scenario "${name}" failed: ${a.failed}`)
@@ -645,7 +646,74 @@ async function stepFairness() {
   results.steps.fairness = rows
 }
 
+// startFlood runs tenant B's flood in a child process (this script with
+// --flood) and resolves once B is at its load; stop() ends the flood and
+// resolves with B's counts.
+function startFlood(name, url, key) {
+  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--flood', name, url, key],
+    { stdio: ['pipe', 'pipe', 'inherit'], detached: true })
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+  let buf = ''
+  const lines = []
+  let wake = () => {}
+  child.stdout.on('data', (d) => {
+    buf += d
+    let i
+    while ((i = buf.indexOf('\n')) >= 0) {
+      lines.push(buf.slice(0, i))
+      buf = buf.slice(i + 1)
+      wake()
+    }
+  })
+  const nextLine = (msMax) => new Promise((resolve) => {
+    if (lines.length > 0) return resolve(lines.shift())
+    const timer = setTimeout(() => resolve(null), msMax)
+    wake = () => { clearTimeout(timer); wake = () => {}; resolve(lines.shift()) }
+  })
+  return nextLine(15000).then((line) => {
+    if (line !== 'flood ready') throw new Error(`tenant B's flood did not start (${line})`)
+    return {
+      async stop() {
+        child.stdin.end()
+        const counts = await nextLine(15000)
+        await stop(child)
+        try {
+          return JSON.parse(counts)
+        } catch {
+          invalid.push(`c: tenant B's flood "${name}" reported no counts`)
+          return {}
+        }
+      },
+    }
+  })
+}
+
+// floodChild is the --flood mode: B's flood against url with key, until
+// its stdin ends; then it prints B's counts as one JSON line.
+async function floodChild(name, url, key) {
+  const flood = floods[name]
+  if (!flood) throw new Error(`no flood named ${name}`)
+  const state = { stopped: false }
+  const c = { ok: 0, errors: 0, parked: 0, granted: 0, invocations: 0, faults: {} }
+  const clients = await Promise.all(Array.from({ length: 8 }, () => RemoteExecutor.connect(url, { headers: { Authorization: `Bearer ${key}` } })))
+  await flood.start(clients, c, state)
+  process.stdout.write('flood ready\n')
+  await new Promise((resolve) => {
+    process.stdin.on('end', resolve)
+    process.stdin.resume()
+  })
+  state.stopped = true
+  await disposeAll(clients)
+  process.stdout.write(JSON.stringify(c) + '\n')
+  process.exit(0)
+}
+
 // ---- the run -----------------------------------------------------------------------------------
+
+if (process.argv[2] === '--flood') {
+  await floodChild(process.argv[3], process.argv[4], process.argv[5])
+}
 
 try {
   if (STEPS.has('a') || STEPS.has('b')) requirePeers()

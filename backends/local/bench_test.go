@@ -12,9 +12,10 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// The benchmarks compare the pool at its default size with sandbox.Run in
-// plain goroutines, at the same concurrency (the pool's size), so their
-// ratio is the cost of isolation. Each reports executions per second and
+// The benchmarks compare the pool at its defaults with sandbox.Run in
+// plain goroutines, at the same concurrency (one per CPU), so their ratio is
+// the cost of isolation. The pool's one tenant holds its default share:
+// one worker process per CPU but one. Each reports executions per second and
 // p50/p99 latency.
 
 const benchTenCalls = `async () => {
@@ -97,19 +98,19 @@ func benchPool(b *testing.B, req *protocol.ExecuteRequest, want string) {
 	benchPoolAt(b, 0, req, want)
 }
 
-// benchPoolAt is benchPool with inFlight executions at once (0: the pool's
-// size). One at a time measures latency alone, without the two workers and
-// the parent contending for the CPUs.
+// benchPoolAt is benchPool with inFlight executions at once (0: one per
+// CPU). One at a time measures latency alone, without the workers and the
+// parent contending for the CPUs.
 func benchPoolAt(b *testing.B, inFlight int, req *protocol.ExecuteRequest, want string) {
 	e := newPool(b, Options{})
-	// Warm every worker before measuring.
-	for range 2 * e.opts.PoolSize {
+	if inFlight == 0 {
+		inFlight = runtime.NumCPU()
+	}
+	// Warm the workers before measuring.
+	for range 4 * inFlight {
 		if _, err := e.Execute(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
-	}
-	if inFlight == 0 {
-		inFlight = e.opts.PoolSize
 	}
 	measure(b, inFlight, func() error {
 		res, err := e.Execute(context.Background(), req)

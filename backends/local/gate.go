@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ type cpuGate struct {
 	cycles  uint64 // collections seen
 	timer   *time.Timer
 	armed   bool
+	// tuneGC: the worker's GC percentage follows its live heap
+	// (gcPercentFor), set at gcPercent.
+	tuneGC    bool
+	gcPercent int
 }
 
 // gatedRun is what the gate knows of one run.
@@ -179,6 +184,7 @@ func (g *cpuGate) account() uint64 {
 		g.cycles = h.cycles
 		g.ledger.correct(int64(h.live))
 		g.cancelOver()
+		g.retuneGC(h.live)
 	}
 	r := g.runs[g.holder]
 	if g.holder == 0 || r == nil || r.overLimit {
@@ -200,6 +206,19 @@ func (g *cpuGate) account() uint64 {
 	g.ledger.correct(int64(h.live))
 	g.cancelOver()
 	return h.allocs
+}
+
+// retuneGC moves the GC percentage to what the live heap calls for, when
+// it is off by more than a quarter. g.mu is held.
+func (g *cpuGate) retuneGC(live uint64) {
+	if !g.tuneGC {
+		return
+	}
+	p := gcPercentFor(live)
+	if p*4 < g.gcPercent*3 || p*4 > g.gcPercent*5 {
+		g.gcPercent = p
+		debug.SetGCPercent(p)
+	}
 }
 
 // cancelOver ends every run whose estimate is past its limit with the
@@ -246,7 +265,16 @@ func readHeap() heapReading {
 	return heapReading{allocs: heapSamples[0].Value.Uint64(), cycles: heapSamples[1].Value.Uint64(), live: heapSamples[2].Value.Uint64()}
 }
 
-func readAllocs() uint64 { return readHeap().allocs }
+var allocSample = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+
+// readAllocs is the allocation counter alone, cheaper than readHeap: what
+// a slice's start needs.
+func readAllocs() uint64 {
+	heapMu.Lock()
+	defer heapMu.Unlock()
+	metrics.Read(allocSample)
+	return allocSample[0].Value.Uint64()
+}
 
 // heapLive is the heap the last collection found live.
 func heapLive() uint64 { return readHeap().live }

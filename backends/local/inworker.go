@@ -58,7 +58,8 @@ func RunWorkerIfRequested() {
 }
 
 // preparedStock is how many runtimes a worker keeps built ahead of its
-// next jobs: building one is most of a small run's cost.
+// next jobs: building one is most of a small run's cost. A run that ended
+// refills one once its result is out.
 const preparedStock = 2
 
 // maxQueuedInvokes bounds the invoke frames waiting for one retained run.
@@ -122,10 +123,12 @@ func serveWorkerWith(in io.Reader, out io.Writer, run runFunc, page *gatePage) i
 		return exitWriteFail
 	}
 	if run == nil {
-		ctx, stop := context.WithCancel(context.Background())
-		defer stop()
 		s.prepared = make(chan preparedRuntime, preparedStock)
-		go s.keepPrepared(ctx)
+		go func() {
+			for range preparedStock {
+				s.refill()
+			}
+		}()
 	}
 	for {
 		m, err := fr.read(maxParentFrame)
@@ -257,13 +260,28 @@ func (s *workerServer) returnMemory() {
 	}()
 }
 
-// workerGCPercent is a worker's GOGC unless its environment sets one. Every
-// run allocates a fresh runtime while the live heap holds only the runs in
-// flight, so at Go's default of 100 a worker with few runs collects every
-// few runs; at 200 it collects half as often, and the soft limit set beside
-// it makes the collector run before the heap reaches the worker's memory,
-// whatever this percentage.
-const workerGCPercent = 200
+// A worker's GOGC, unless its environment sets one, follows its live heap
+// (gcPercentFor): every run allocates a fresh runtime while the live heap
+// holds only the runs in flight, so a worker with few runs would collect
+// every few runs at Go's default of 100 and spend about half its CPU
+// marking; a worker holding many parked runs would, at a high percentage,
+// grow its heap to several times what they hold. So the heap may grow by
+// gcHeadroom past the live heap, at least by the live heap itself. The soft
+// limit set beside it makes the collector run before the heap reaches the
+// worker's memory, whatever the percentage.
+const (
+	gcHeadroom       = 64 << 20
+	minWorkerPercent = 100
+	maxWorkerPercent = 800
+)
+
+// gcPercentFor is the GC percentage for a live heap of live bytes.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return maxWorkerPercent
+	}
+	return int(min(max(gcHeadroom*100/live, minWorkerPercent), maxWorkerPercent))
+}
 
 // workerMaxStackMB caps a worker goroutine's stack even under a larger
 // memory limit. goja runs guest calls on its own stack, so only runaway Go
@@ -285,7 +303,9 @@ func (s *workerServer) applyLimits(init initMessage, page *gatePage) readyMessag
 	worker := uint64(workerMB) << 20
 	debug.SetMemoryLimit(int64(totalRuntimeMemory() + worker))
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(workerGCPercent)
+		s.gate.tuneGC = true
+		s.gate.gcPercent = gcPercentFor(uint64(s.gate.ledger.base))
+		debug.SetGCPercent(s.gate.gcPercent)
 	}
 	// Go code recursing without end (goja's parser on deeply nested source
 	// built at run time and handed to eval or Function, JSON.parse of
@@ -314,6 +334,7 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		res, kept = runSandbox(ctx, rt, job, host)
 	}
 	if kept != nil {
+		go s.refill()
 		s.serveRetained(ctx, r, kept, res)
 		host.finish()
 		s.forgetRun(r)
@@ -325,6 +346,7 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 	// A failed write means the parent is gone; the read loop sees stdin
 	// end and exits.
 	_ = s.send(&message{Kind: kindResult, Run: r.id, Result: res, OverLimit: overLimit})
+	s.refill()
 }
 
 // runSandbox runs job in rt, turning a Go panic that escaped it into an
@@ -389,20 +411,20 @@ func (s *workerServer) nextRuntime(ctx context.Context, run uint64) *sandbox.Pre
 	return sandbox.Prepare()
 }
 
-// keepPrepared keeps the stock of prepared runtimes full, building each
-// under the gate as work of the worker's own, until ctx ends.
-func (s *workerServer) keepPrepared(ctx context.Context) {
-	for {
-		if !s.gate.enter(ctx, 0, 0) {
-			return
-		}
-		rt := sandbox.Prepare()
-		cost := s.gate.leave()
-		select {
-		case s.prepared <- preparedRuntime{rt: rt, cost: cost}:
-		case <-ctx.Done():
-			return
-		}
+// refill builds one runtime for the stock when it is short, under the gate
+// as work of the worker's own. It is called once the worker has answered
+// (after a run's result, at start), so that building the next runtime
+// never delays a run that is about to start.
+func (s *workerServer) refill() {
+	if s.prepared == nil || len(s.prepared) >= preparedStock {
+		return
+	}
+	s.gate.enter(context.Background(), 0, 0)
+	rt := sandbox.Prepare()
+	cost := s.gate.leave()
+	select {
+	case s.prepared <- preparedRuntime{rt: rt, cost: cost}:
+	default: // another run filled it meanwhile: this one is garbage
 	}
 }
 

@@ -109,3 +109,14 @@ func TestLedgerOldMemoryFreedInProportion(t *testing.T) {
 		t.Fatalf("estimates %d and %d MB, want 150 and 50", a/mb, b/mb)
 	}
 }
+
+func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{{0, 800}, {4 * mb, 800}, {16 * mb, 400}, {32 * mb, 200}, {64 * mb, 100}, {600 * mb, 100}} {
+		if got := gcPercentFor(c.live); got != c.want {
+			t.Errorf("gcPercentFor(%d MB) = %d, want %d", c.live/mb, got, c.want)
+		}
+	}
+}

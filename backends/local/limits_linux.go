@@ -109,3 +109,9 @@ func processGroupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpg
 
 // killGroup sends SIGKILL to the process group led by pid.
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+// lowerPriority raises the nice value of every thread of the process group
+// led by pid; threads it starts later inherit it.
+func lowerPriority(pid, nice int) {
+	_ = syscall.Setpriority(syscall.PRIO_PGRP, pid, nice)
+}

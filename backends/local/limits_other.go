@@ -23,3 +23,5 @@ func killGroup(pid int)                      {}
 // claimStdout keeps the frame stream on stdout: descriptor juggling is
 // Linux-only here.
 func claimStdout() *os.File { return os.Stdout }
+
+func lowerPriority(pid, nice int) {}

@@ -18,7 +18,7 @@ const (
 	// DefaultRunsPerWorker is how many executions one worker process hosts
 	// at once. A parked run costs a fraction of a megabyte there, so the
 	// bound is the worker's memory more than this count.
-	DefaultRunsPerWorker = 512
+	DefaultRunsPerWorker = 1024
 	// DefaultWorkerMemoryMB is one worker process's memory across the runs
 	// it hosts.
 	DefaultWorkerMemoryMB = 1024
@@ -57,9 +57,12 @@ func DefaultMaxWorkers(n int) int { return 4 * max(n, 1) }
 func DefaultMinWorkers(n, maxWorkers int) int { return min(max(n, 1), maxWorkers) }
 
 // DefaultCPUSlots is a tenant's share of worker processes for n CPUs under
-// a ceiling: one per CPU, and never the whole group unless the group has
-// one process.
-func DefaultCPUSlots(n, maxWorkers int) int { return max(1, min(max(n, 1), maxWorkers-1)) }
+// a ceiling: one per CPU but one, so that no tenant left at the default
+// keeps every CPU busy (nor takes every worker process); at least one.
+// Measured on 2 CPUs (docs/benchmarks.md): with a tenant at two, another
+// tenant's trivial run waited up to 100 ms at p99 behind its CPU-bound
+// flood; at one, under 12 ms.
+func DefaultCPUSlots(n, maxWorkers int) int { return max(1, min(n-1, maxWorkers-1)) }
 
 // monitorPoll is how often the parent reads a worker's RSS and its gate
 // page. A read of /proc/PID/statm costs about 13 µs.
@@ -161,8 +164,10 @@ type Share struct {
 	// used the least run-clock time per weight lately goes first. Default 1.
 	Weight float64
 	// CPUSlots is how many worker processes the tenant may hold, so how
-	// many of its executions may run JavaScript at the same moment.
-	// Default: DefaultCPUSlots; at most MaxWorkers.
+	// many of its executions may run JavaScript at the same moment; at
+	// most MaxWorkers. Zero takes DefaultCPUSlots, and then while no other
+	// tenant waits the tenant may borrow more, up to one per CPU (never the
+	// whole group), at a lower priority.
 	CPUSlots int
 }
 
@@ -251,18 +256,33 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// shareOf is tenant's share with defaults filled and held to the pool.
-func (o *Options) shareOf(tenant string) Share {
+// tenantShare is a tenant's share with defaults filled in and held to the
+// pool: its weight, the worker processes it holds at full priority
+// (slots), and how many it may hold in all, borrowing the rest while
+// nobody else waits (borrow).
+type tenantShare struct {
+	weight        float64
+	slots, borrow int
+}
+
+// shareOf is tenant's share. A tenant left at the default CPU slots may
+// borrow up to one worker process per CPU (never the whole group); one
+// whose share names its slots holds that many and no more.
+func (o *Options) shareOf(tenant string) tenantShare {
 	var s Share
 	if o.Shares != nil {
 		s = o.Shares(tenant)
 	}
-	if s.Weight <= 0 || math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) {
-		s.Weight = 1
+	out := tenantShare{weight: s.Weight, slots: s.CPUSlots}
+	if out.weight <= 0 || math.IsNaN(out.weight) || math.IsInf(out.weight, 0) {
+		out.weight = 1
 	}
-	if s.CPUSlots <= 0 {
-		s.CPUSlots = DefaultCPUSlots(runtime.NumCPU(), o.MaxWorkers)
+	if out.slots <= 0 {
+		n := runtime.NumCPU()
+		out.slots = DefaultCPUSlots(n, o.MaxWorkers)
+		out.borrow = max(out.slots, min(n, o.MaxWorkers-1))
 	}
-	s.CPUSlots = min(s.CPUSlots, o.MaxWorkers)
-	return s
+	out.slots = min(out.slots, o.MaxWorkers)
+	out.borrow = max(out.borrow, out.slots)
+	return out
 }

@@ -171,7 +171,7 @@ func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 			}
 			continue
 		}
-		if best == nil || w.active() < best.active() {
+		if best == nil || w.active() < best.active() || (w.active() == best.active() && best.borrowed && !w.borrowed) {
 			best = w
 		}
 	}
@@ -181,10 +181,44 @@ func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 	if best != nil && best.active() == 0 {
 		return best
 	}
-	if claim && len(e.pool.spares) > 0 && len(t.workers) < e.opts.shareOf(t.name).CPUSlots {
-		return e.claimLocked(t)
+	if claim && len(e.pool.spares) > 0 {
+		share := e.opts.shareOf(t.name)
+		switch own := t.ownWorkers(); {
+		case own < share.slots:
+			return e.claimLocked(t)
+		case len(t.workers) < share.borrow && !e.othersWaitingLocked(t):
+			w := e.claimLocked(t)
+			w.borrowed = true
+			lowerPriority(w.p.pid, borrowedNice)
+			return w
+		}
 	}
 	return best
+}
+
+// borrowedNice is the nice value of a worker a tenant borrowed beyond its
+// default share (Share.CPUSlots): so that a CPU-bound tenant alone on a
+// machine uses every CPU, and yet when another tenant's worker wants a CPU
+// the kernel gives it that worker's time first. A nice value only ever rises for an
+// unprivileged process, so a borrowed worker stays below the others for
+// the rest of its life.
+const borrowedNice = 10
+
+// othersWaitingLocked reports whether a tenant other than t has
+// executions waiting for room.
+func (e *Executor) othersWaitingLocked(t *tenantPool) bool {
+	return e.pool.queued > len(t.queue)
+}
+
+// ownWorkers counts t's workers that are its share, not borrowed.
+func (t *tenantPool) ownWorkers() int {
+	n := 0
+	for _, w := range t.workers {
+		if !w.borrowed {
+			n++
+		}
+	}
+	return n
 }
 
 // roomLocked reports whether w may take another execution.
@@ -304,11 +338,11 @@ func (e *Executor) nextClaimLocked() *tenantPool {
 	var best *tenantPool
 	var bestKey float64
 	for _, t := range e.pool.tenants {
-		if len(t.queue) == 0 || len(t.workers) >= e.opts.shareOf(t.name).CPUSlots {
+		if len(t.queue) == 0 || t.ownWorkers() >= e.opts.shareOf(t.name).slots {
 			continue
 		}
-		key := t.decayed(now) / e.opts.shareOf(t.name).Weight
-		if len(t.workers) == 0 {
+		key := t.decayed(now) / e.opts.shareOf(t.name).weight
+		if t.ownWorkers() == 0 {
 			key = -1 / (1 + key) // every tenant holding nothing goes before any holding some
 		}
 		if best == nil || key < bestKey {
@@ -340,7 +374,7 @@ func (e *Executor) balanceLocked() {
 	spares := max(e.opts.MinWorkers-claimed, 1)
 	demand := 0
 	for _, t := range e.pool.tenants {
-		if len(t.queue) > 0 && len(t.workers) < e.opts.shareOf(t.name).CPUSlots && e.placeLocked(t, false) == nil {
+		if len(t.queue) > 0 && t.ownWorkers() < e.opts.shareOf(t.name).slots && e.placeLocked(t, false) == nil {
 			demand++
 		}
 	}
@@ -364,11 +398,15 @@ func (e *Executor) balanceLocked() {
 }
 
 // idlestLocked is the claimed worker with nothing to run that has been idle
-// longest, nil when every claimed worker has something.
+// longest, a borrowed one first; nil when every claimed worker has
+// something.
 func (e *Executor) idlestLocked() *worker {
 	var v *worker
 	for w := range e.pool.workers {
-		if w.claimed && w.runs == 0 && !w.gone && (v == nil || w.idleSince.Before(v.idleSince)) {
+		if !w.claimed || w.runs > 0 || w.gone {
+			continue
+		}
+		if v == nil || (w.borrowed && !v.borrowed) || (w.borrowed == v.borrowed && w.idleSince.Before(v.idleSince)) {
 			v = w
 		}
 	}

@@ -327,9 +327,9 @@ func TestCeilingMakesRoomForANewTenant(t *testing.T) {
 func TestFreeWorkerGoesToTheLeastServedTenant(t *testing.T) {
 	e := &Executor{opts: Options{MaxWorkers: 8, Shares: func(tenant string) Share {
 		if tenant == "heavy" {
-			return Share{Weight: 4}
+			return Share{Weight: 4, CPUSlots: 4}
 		}
-		return Share{}
+		return Share{CPUSlots: 4}
 	}}}
 	e.pool.init()
 	now := time.Now()
@@ -344,7 +344,7 @@ func TestFreeWorkerGoesToTheLeastServedTenant(t *testing.T) {
 	wait("busy", 10, 1)   // 10 s lately, weight 1
 	wait("heavy", 30, 1)  // 30 s lately, weight 4: 7.5 per weight
 	wait("hungry", 50, 0) // holds no worker
-	wait("full", 0, 8)    // at its share already
+	wait("full", 0, 4)    // at its share already
 	order := []string{}
 	for range 3 {
 		t := e.nextClaimLocked()

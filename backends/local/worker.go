@@ -20,9 +20,10 @@ type worker struct {
 	// Pool state, guarded by e.mu.
 	tenant    string // whose runs it hosts, once claimed
 	claimed   bool
-	runs      int // runs placed on it and not yet gone, retained ones included
-	retained  int // of those, runs that retained their handles
-	started   int // runs ever placed on it
+	borrowed  bool // claimed beyond its tenant's share, at a lower priority
+	runs      int  // runs placed on it and not yet gone, retained ones included
+	retained  int  // of those, runs that retained their handles
+	started   int  // runs ever placed on it
 	draining  bool
 	idleSince time.Time
 	gone      bool

@@ -10,8 +10,8 @@ import (
 
 func TestLocalDefaults(t *testing.T) {
 	want := LocalSettings{
-		MinWorkers: 2, MaxWorkers: 8, RunsPerWorker: 512, WorkerMemoryMB: 1024, MemoryMB: 128,
-		Queue: 64, QueueTimeout: 10 * time.Second, WorkerIdleTimeout: 30 * time.Second, CPUSlots: 2,
+		MinWorkers: 2, MaxWorkers: 8, RunsPerWorker: 1024, WorkerMemoryMB: 1024, MemoryMB: 128,
+		Queue: 64, QueueTimeout: 10 * time.Second, WorkerIdleTimeout: 30 * time.Second, CPUSlots: 1,
 	}
 	if got := LocalDefaults(2); got != want {
 		t.Errorf("LocalDefaults(2) = %+v\nwant %+v", got, want)
@@ -26,7 +26,7 @@ func TestLocalDefaults(t *testing.T) {
 		t.Errorf("poolSize 2 on 8 CPUs = %+v", got)
 	}
 	for _, c := range []struct{ cpus, maxWorkers, want int }{
-		{2, 8, 2}, {8, 4, 3}, {4, 2, 1}, {4, 1, 1}, {0, 4, 1}, {16, 64, 16},
+		{2, 8, 1}, {8, 4, 3}, {4, 8, 3}, {4, 2, 1}, {4, 1, 1}, {0, 4, 1}, {1, 4, 1}, {16, 64, 15},
 	} {
 		if got := DefaultCPUSlots(c.cpus, c.maxWorkers); got != c.want {
 			t.Errorf("DefaultCPUSlots(%d, %d) = %d, want %d", c.cpus, c.maxWorkers, got, c.want)
@@ -119,7 +119,8 @@ func TestCapsALocalGroupCannotHonour(t *testing.T) {
 		},
 		{
 			"maxConcurrent past the slots",
-			[]string{group, group + "      runsPerWorker: 32\n", policyA, policyA + "      cpuSlots: 1\n      maxConcurrent: 40\n      maxHandles: 8\n"},
+			[]string{group, group + "      runsPerWorker: 32\n", policyA, policyA + "      cpuSlots: 1\n      maxConcurrent: 40\n      maxHandles: 8\n",
+				"a7d54fb}]\nroutes", "a7d54fb}]\n    policy: {cpuSlots: 2}\nroutes"},
 			[]string{`c.yaml:15: tenants[0].policy.maxConcurrent: 40 is more than its 1 worker process can hold at runsPerWorker 32 each (32); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`},
 		},
 		{
@@ -127,8 +128,9 @@ func TestCapsALocalGroupCannotHonour(t *testing.T) {
 			[]string{"listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nlimits: {maxConcurrent: 32}\n", group, group + "      runsPerWorker: 16\n", policyA, policyA + "      cpuSlots: 2\n"},
 			[]string{
 				`c.yaml:14: tenants[0].policy.maxHandles: 64 (limits.maxHandles) is more than its 2 worker processes can hold at runsPerWorker 16 each (32); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`,
-				// b is at the default cpuSlots, 2 on 2 CPUs.
-				`c.yaml:16: tenants[1].policy.maxHandles: 64 (limits.maxHandles) is more than its 2 worker processes can hold at runsPerWorker 16 each (32); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`,
+				// b is at the default cpuSlots, 1 on 2 CPUs.
+				`c.yaml:16: tenants[1].policy.maxConcurrent: 32 (limits.maxConcurrent) is more than its 1 worker process can hold at runsPerWorker 16 each (16); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`,
+				`c.yaml:16: tenants[1].policy.maxHandles: 64 (limits.maxHandles) is more than its 1 worker process can hold at runsPerWorker 16 each (16); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`,
 			},
 		},
 		{

@@ -14,7 +14,7 @@ const (
 	DefaultLocalWorkersPerCPU = 4
 	// DefaultLocalRunsPerWorker is how many executions one worker process
 	// hosts at once, waiting and retained ones included.
-	DefaultLocalRunsPerWorker = 512
+	DefaultLocalRunsPerWorker = 1024
 	// DefaultLocalWorkerMemoryMB is one worker process's memory across its
 	// executions.
 	DefaultLocalWorkerMemoryMB = 1024
@@ -99,8 +99,8 @@ func (l *LocalBackend) Settings(numCPU int) LocalSettings {
 
 // DefaultCPUSlots is the local backend's default policy.cpuSlots for a
 // tenant of a group of maxWorkers worker processes on numCPU CPUs: one per
-// CPU, but one short of every worker process, so that no tenant left at the
-// default can take a whole group; at least 1.
+// CPU but one, and one short of every worker process, so that no tenant left
+// at the default keeps every CPU busy or takes a whole group; at least 1.
 func DefaultCPUSlots(numCPU, maxWorkers int) int {
-	return max(1, min(max(numCPU, 1), maxWorkers-1))
+	return max(1, min(numCPU-1, maxWorkers-1))
 }

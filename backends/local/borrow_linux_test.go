@@ -1,0 +1,78 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// niceOf reads a process's nice value from /proc/PID/stat (field 19).
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	n, err := strconv.Atoi(string(f[16]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// spinPids runs n CPU-bound scripted runs of tenant t at once and returns
+// the worker pid each ran on.
+func spinPids(t *testing.T, e *Executor, n int) []int {
+	t.Helper()
+	pids := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "spin 600\npid", Tenant: "t", Timeout: protocol.TimeoutOf(30000)})
+			if err != nil || res.HasError {
+				t.Errorf("%+v, %v", res, err)
+				return
+			}
+			var v []int
+			json.Unmarshal([]byte(res.ResultJSON), &v)
+			pids[i] = v[0]
+		}()
+		waitFor(t, func() bool { return e.Stats().Runs == i+1 })
+	}
+	wg.Wait()
+	return pids
+}
+
+// A tenant at the default share borrows a second worker process for its
+// CPU-bound runs while nobody else waits, at nice 10; a tenant whose share
+// names one slot keeps to one process.
+func TestBorrowingIsForTheDefaultShareOnly(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: the default share borrows nothing")
+	}
+	e := newScripted(t, Options{MaxWorkers: 4, MinWorkers: 2})
+	waitWarm(t, e, 2)
+	pids := spinPids(t, e, 2)
+	if pids[0] == pids[1] {
+		t.Fatalf("two CPU-bound runs shared worker %d: nothing was borrowed", pids[0])
+	}
+	if a, b := niceOf(t, pids[0]), niceOf(t, pids[1]); a != 0 || b != borrowedNice {
+		t.Fatalf("nice values %d and %d, want the share's at 0 and the borrowed one at %d", a, b, borrowedNice)
+	}
+
+	capped := newScripted(t, Options{MaxWorkers: 4, MinWorkers: 2, Shares: oneSlotEach})
+	waitWarm(t, capped, 2)
+	if pids := spinPids(t, capped, 2); pids[0] != pids[1] {
+		t.Fatalf("a share of one slot ran on workers %v", pids)
+	}
+}
