@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -225,5 +224,3 @@ func crashedFault(msg string) error {
 func failure(text string) *protocol.ExecuteResult {
 	return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}
 }
-
-var errExecutorClosed = errors.New("executor closed")

@@ -57,7 +57,8 @@ func jsWorkerCommand(t testing.TB) []string {
 	plainWorker.once.Do(func() {
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			plainWorker.err = fmt.Errorf("build a plain worker: the go command is not on PATH: %v", err)
+			return
 		}
 		plainWorker.dir, plainWorker.err = os.MkdirTemp("", "local-worker-")
 		if plainWorker.err != nil {

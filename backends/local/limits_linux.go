@@ -10,10 +10,6 @@ import (
 // pageSize converts statm's page counts to bytes.
 var pageSize = uint64(os.Getpagesize())
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times. Linux has
-// exported 100 to user space on every architecture for decades.
-const clockTicks = 100
-
 // setAddressLimit sets RLIMIT_AS to the process's current address space
 // plus extra bytes and returns the limit, or 0 when it could not be set.
 // Measured from inside, after start: a limit set before exec makes the Go
@@ -62,31 +58,6 @@ func readRSS(pid int) (uint64, bool) {
 		return 0, false
 	}
 	return n * pageSize, true
-}
-
-// readCPUTicks reads a process's user plus system CPU time in clock ticks.
-func readCPUTicks(pid int) (uint64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name is in parentheses and may hold spaces; the fields
-	// after its closing parenthesis start at field 3 (state).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	// utime and stime are fields 14 and 15, so 11 and 12 after the name.
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseUint(string(f[11]), 10, 64)
-	s, err2 := strconv.ParseUint(string(f[12]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return u + s, true
 }
 
 // claimStdout moves the frame stream off file descriptor 1 and points 1 at

@@ -8,14 +8,11 @@ import (
 )
 
 // Outside Linux there is no /proc and RLIMIT_AS is not honoured the same
-// way: the worker runs with its in-process watchdog and the parent's run
+// way: the worker runs with its in-process watchdog and the sandbox's run
 // clock only.
-
-const clockTicks = 100
 
 func setAddressLimit(extra uint64) uint64 { return 0 }
 func readRSS(pid int) (uint64, bool)      { return 0, false }
-func readCPUTicks(pid int) (uint64, bool) { return 0, false }
 
 func processGroupAttr() *syscall.SysProcAttr { return nil }
 func killGroup(pid int)                      {}

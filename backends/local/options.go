@@ -179,53 +179,30 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("local: negative option")
 	}
 	n := runtime.NumCPU()
-	if o.MaxWorkers == 0 {
-		o.MaxWorkers = o.PoolSize
-	}
-	if o.MaxWorkers == 0 {
-		o.MaxWorkers = DefaultMaxWorkers(n)
-	}
+	fill(&o.MaxWorkers, o.PoolSize)
+	fill(&o.MaxWorkers, DefaultMaxWorkers(n))
 	o.PoolSize = o.MaxWorkers
-	if o.MinWorkers == 0 {
-		o.MinWorkers = DefaultMinWorkers(n, o.MaxWorkers)
-	}
+	fill(&o.MinWorkers, DefaultMinWorkers(n, o.MaxWorkers))
 	if o.MinWorkers > o.MaxWorkers {
 		return o, fmt.Errorf("local: MinWorkers %d is above MaxWorkers %d", o.MinWorkers, o.MaxWorkers)
 	}
-	if o.RunsPerWorker == 0 {
-		o.RunsPerWorker = DefaultRunsPerWorker
-	}
-	if o.MemoryLimitMB == 0 {
-		o.MemoryLimitMB = protocol.DefaultMemoryLimitMB
-	}
-	if o.WorkerMemoryMB == 0 {
-		o.WorkerMemoryMB = max(DefaultWorkerMemoryMB, o.MemoryLimitMB)
-	}
+	fill(&o.RunsPerWorker, DefaultRunsPerWorker)
+	fill(&o.MemoryLimitMB, protocol.DefaultMemoryLimitMB)
+	fill(&o.WorkerMemoryMB, max(DefaultWorkerMemoryMB, o.MemoryLimitMB))
 	if o.WorkerMemoryMB < o.MemoryLimitMB {
 		return o, fmt.Errorf("local: WorkerMemoryMB %d is below MemoryLimitMB %d: a worker could not hold one execution at its limit", o.WorkerMemoryMB, o.MemoryLimitMB)
 	}
-	switch {
-	case o.QueueBound == 0:
-		o.QueueBound = DefaultQueueBound
-	case o.QueueBound < 0:
+	if o.QueueBound < 0 {
 		o.QueueBound = 0
+	} else {
+		fill(&o.QueueBound, DefaultQueueBound)
 	}
-	if o.QueueTimeout == 0 {
-		o.QueueTimeout = DefaultQueueTimeout
-	}
-	if o.WorkerIdleTimeout == 0 {
-		o.WorkerIdleTimeout = DefaultWorkerIdleTimeout
-	}
-	if o.DefaultTimeoutMs == 0 {
-		o.DefaultTimeoutMs = protocol.DefaultTimeout
-	}
+	fill(&o.QueueTimeout, DefaultQueueTimeout)
+	fill(&o.WorkerIdleTimeout, DefaultWorkerIdleTimeout)
+	fill(&o.DefaultTimeoutMs, protocol.DefaultTimeout)
 	o.DefaultTimeoutMs = min(o.DefaultTimeoutMs, protocol.MaxSupportedTimeout)
-	if o.HandlesIdleTimeout == 0 {
-		o.HandlesIdleTimeout = protocol.DefaultHandlesIdleTimeout * time.Millisecond
-	}
-	if o.MaxRunsPerWorker == 0 {
-		o.MaxRunsPerWorker = DefaultMaxRunsPerWorker
-	}
+	fill(&o.HandlesIdleTimeout, protocol.DefaultHandlesIdleTimeout*time.Millisecond)
+	fill(&o.MaxRunsPerWorker, DefaultMaxRunsPerWorker)
 	if len(o.WorkerCommand) == 0 {
 		exe, err := os.Executable()
 		if err != nil {
@@ -235,21 +212,14 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	o.WorkerCommand = append([]string(nil), o.WorkerCommand...)
 	o.WorkerEnv = append([]string(nil), o.WorkerEnv...)
-	if o.KillGrace == 0 {
-		o.KillGrace = DefaultKillGrace
-	}
-	if o.StartTimeout == 0 {
-		o.StartTimeout = DefaultStartTimeout
-	}
-	switch {
-	case o.AddressSpaceHeadroomMB == 0:
-		o.AddressSpaceHeadroomMB = DefaultAddressSpaceHeadroomMB
-	case o.AddressSpaceHeadroomMB < 0:
+	fill(&o.KillGrace, DefaultKillGrace)
+	fill(&o.StartTimeout, DefaultStartTimeout)
+	if o.AddressSpaceHeadroomMB < 0 {
 		o.AddressSpaceHeadroomMB = 0
+	} else {
+		fill(&o.AddressSpaceHeadroomMB, DefaultAddressSpaceHeadroomMB)
 	}
-	if o.RSSHeadroomMB == 0 {
-		o.RSSHeadroomMB = DefaultRSSHeadroomMB
-	}
+	fill(&o.RSSHeadroomMB, DefaultRSSHeadroomMB)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -263,6 +233,14 @@ func (o Options) withDefaults() (Options, error) {
 type tenantShare struct {
 	weight        float64
 	slots, borrow int
+}
+
+// fill sets *v to d when it is the zero value.
+func fill[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // shareOf is tenant's share. A tenant left at the default CPU slots may

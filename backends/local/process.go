@@ -212,16 +212,6 @@ func (p *process) kill(r killReason) {
 // killedFor is the recorded kill reason.
 func (p *process) killedFor() killReason { return killReason(p.reason.Load()) }
 
-// alive reports whether the process has not been reaped.
-func (p *process) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // retire stops a worker the pool no longer wants. Closing stdin asks it to
 // exit; the kill makes sure.
 func (p *process) retire() {

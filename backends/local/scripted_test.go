@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,7 @@ func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *proto
 		case "spinwhilecall": // a host call stays open while Go code spins
 			go host.Dispatch(ctx, "store", "slow", "")
 			time.Sleep(50 * time.Millisecond)
+			//lint:ignore SA5002 the command spins in Go code on purpose
 			for {
 			}
 		case "fire": // a host call the run does not wait for
@@ -108,6 +110,7 @@ func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *proto
 			keep = append(keep, b)
 			for {
 				time.Sleep(time.Millisecond)
+				runtime.KeepAlive(keep)
 			}
 		case "huge": // one untouched allocation
 			b := make([]byte, n<<20)

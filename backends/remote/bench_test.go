@@ -37,7 +37,7 @@ var benchPrograms = []struct {
 }
 
 func benchBackend(b *testing.B) *local.Executor {
-	ex, err := local.New(local.Options{PoolSize: 2})
+	ex, err := local.New(local.Options{MaxWorkers: 2})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 // the same suite the local backend passes directly. Each case dials its own
 // connection to the one server.
 func TestConformanceThroughTheWire(t *testing.T) {
-	backend, err := local.New(local.Options{PoolSize: 2, QueueBound: 64})
+	backend, err := local.New(local.Options{MaxWorkers: 2, QueueBound: 64})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -531,7 +531,7 @@ func grantWithStub(t *testing.T, opts local.Options, code string, timeout protoc
 // outlives its bound closes the handles in the executor; the server lets go
 // of the caller's outbound stub then, not only on closeHandles.
 func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
-	sess, client, id, base := grantWithStub(t, local.Options{PoolSize: 1},
+	sess, client, id, base := grantWithStub(t, local.Options{MaxWorkers: 1},
 		"async () => ({ fetch: (req) => { if (req.url.endsWith('/spin')) { while (true) {} } return new Response('ok') } })",
 		protocol.TimeoutOf(300))
 	_, err := client.InvokeHandle(ctx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/spin"})
@@ -549,7 +549,7 @@ func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
 // handles on its own (the idle bound), the server lets go of the caller's
 // outbound stub without waiting for another call.
 func TestRetainedOutboundReleasedAtTheIdleBound(t *testing.T) {
-	sess, _, _, base := grantWithStub(t, local.Options{PoolSize: 1, HandlesIdleTimeout: 300 * time.Millisecond},
+	sess, _, _, base := grantWithStub(t, local.Options{MaxWorkers: 1, HandlesIdleTimeout: 300 * time.Millisecond},
 		"async () => (req) => new Response('ok')", protocol.Timeout{})
 	waitFor(t, func() bool { return sess.Stats() == base }, "the idle bound to release the outbound stub: %+v, want %+v", sess.Stats(), base)
 }

@@ -75,7 +75,7 @@ flags:
 		}
 	}
 
-	exec, err := local.New(local.Options{PoolSize: 1, MemoryLimitMB: *memory})
+	exec, err := local.New(local.Options{MaxWorkers: 1, MemoryLimitMB: *memory})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway run:", err)
 		return 1

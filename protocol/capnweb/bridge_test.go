@@ -50,7 +50,7 @@ func TestStubsAcrossSessions(t *testing.T) {
 	}
 }
 
-type reflected struct{ calls int }
+type reflected struct{}
 
 func (r *reflected) ProtocolVersion() int     { return 1 }
 func (r *reflected) Add(a, b float64) float64 { return a + b }

@@ -65,23 +65,6 @@ func (r *rawPeer) next() string {
 	return string(m)
 }
 
-// expectSet reads len(want) frames and checks they are exactly want, in
-// any order (for frames the protocol does not order).
-func (r *rawPeer) expectSet(want ...string) {
-	r.t.Helper()
-	left := map[string]int{}
-	for _, w := range want {
-		left[w]++
-	}
-	for range want {
-		got := r.next()
-		if left[got] == 0 {
-			r.t.Fatalf("unexpected frame %s; still expecting %v", got, left)
-		}
-		left[got]--
-	}
-}
-
 // settleGoroutines waits until the goroutine count drops to at most base.
 func settleGoroutines(t *testing.T, base int) {
 	t.Helper()

@@ -669,7 +669,6 @@ func parseIPv6(s string) ([8]uint16, bool) {
 			a[piece] = uint16(b[0]<<8 | b[1])
 			a[piece+1] = uint16(b[2]<<8 | b[3])
 			piece += 2
-			i = len(s)
 			break
 		}
 		if i < len(s) {
