@@ -54,8 +54,9 @@ func spinPids(t *testing.T, e *Executor, n int) []int {
 }
 
 // A tenant at the default share borrows a second worker process for its
-// CPU-bound runs while nobody else waits, at nice 10; a tenant whose share
-// names one slot keeps to one process.
+// CPU-bound runs while it has the group to itself, at nice 10; not once
+// another tenant holds a worker; and a tenant whose share names one slot
+// keeps to one process.
 func TestBorrowingIsForTheDefaultShareOnly(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("one CPU: the default share borrows nothing")
@@ -68,6 +69,13 @@ func TestBorrowingIsForTheDefaultShareOnly(t *testing.T) {
 	}
 	if a, b := niceOf(t, pids[0]), niceOf(t, pids[1]); a != 0 || b != borrowedNice {
 		t.Fatalf("nice values %d and %d, want the share's at 0 and the borrowed one at %d", a, b, borrowedNice)
+	}
+
+	shared := newScripted(t, Options{MaxWorkers: 4, MinWorkers: 2})
+	waitWarm(t, shared, 2)
+	pidFor(t, shared, "other")
+	if pids := spinPids(t, shared, 2); pids[0] != pids[1] {
+		t.Fatalf("a tenant borrowed beside another tenant's worker: %v", pids)
 	}
 
 	capped := newScripted(t, Options{MaxWorkers: 4, MinWorkers: 2, Shares: oneSlotEach})

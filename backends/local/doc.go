@@ -30,8 +30,9 @@
 // its executions at once, each in its own fresh runtime; one of them
 // executes JavaScript at a time (a CPU gate), so the CPU and heap the
 // process spends belong to the run that holds the gate. A tenant holds its
-// Share.CPUSlots processes (by default one per CPU but one; while nobody
-// else waits it may borrow up to one per CPU, at a lower priority); a free
+// Share.CPUSlots processes (by default one per CPU but one; while it is the
+// group's only tenant it may borrow up to one per CPU, at a lower
+// priority); a free
 // process goes to the waiting tenant holding none, else to the one that
 // used the least run-clock time per weight lately. The pool grows from
 // MinWorkers to MaxWorkers and shrinks back when tenants go idle.

@@ -166,8 +166,8 @@ type Share struct {
 	// CPUSlots is how many worker processes the tenant may hold, so how
 	// many of its executions may run JavaScript at the same moment; at
 	// most MaxWorkers. Zero takes DefaultCPUSlots, and then while no other
-	// tenant waits the tenant may borrow more, up to one per CPU (never the
-	// whole group), at a lower priority.
+	// tenant holds a worker or waits for one the tenant may borrow more, up
+	// to one per CPU (never the whole group), at a lower priority.
 	CPUSlots int
 }
 
@@ -244,8 +244,9 @@ func fill[T comparable](v *T, d T) {
 }
 
 // shareOf is tenant's share. A tenant left at the default CPU slots may
-// borrow up to one worker process per CPU (never the whole group); one
-// whose share names its slots holds that many and no more.
+// borrow up to one worker process per CPU (never the whole group) while it
+// is the group's only tenant; one whose share names its slots holds that
+// many and no more.
 func (o *Options) shareOf(tenant string) tenantShare {
 	var s Share
 	if o.Shares != nil {

@@ -162,7 +162,16 @@ func (e *Executor) giveUp(wt *waiter, err error) error {
 func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 	var best *worker
 	var stale []*worker
+	alone := !e.othersHoldWorkersLocked(t)
 	for _, w := range t.workers {
+		if w.borrowed && !alone {
+			// Borrowed while the tenant had the group to itself: it takes
+			// nothing new now that others are here, and goes once empty.
+			if w.runs == 0 && !w.gone {
+				stale = append(stale, w)
+			}
+			continue
+		}
 		if !e.roomLocked(w) {
 			if w.runs == 0 && !w.gone {
 				// Full of memory it no longer uses: a fresh process serves
@@ -186,7 +195,7 @@ func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 		switch own := t.ownWorkers(); {
 		case own < share.slots:
 			return e.claimLocked(t)
-		case len(t.workers) < share.borrow && !e.othersWaitingLocked(t):
+		case len(t.workers) < share.borrow && alone:
 			w := e.claimLocked(t)
 			w.borrowed = true
 			lowerPriority(w.p.pid, borrowedNice)
@@ -197,17 +206,23 @@ func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 }
 
 // borrowedNice is the nice value of a worker a tenant borrowed beyond its
-// default share (Share.CPUSlots): so that a CPU-bound tenant alone on a
-// machine uses every CPU, and yet when another tenant's worker wants a CPU
-// the kernel gives it that worker's time first. A nice value only ever rises for an
+// default share (Share.CPUSlots) while it had the group to itself: so that
+// a CPU-bound tenant alone on a machine uses every CPU. Once another tenant
+// holds a worker, a borrowed one takes nothing new and is stopped when
+// empty; until then the kernel gives its time to the others first. A nice value only ever rises for an
 // unprivileged process, so a borrowed worker stays below the others for
 // the rest of its life.
 const borrowedNice = 10
 
-// othersWaitingLocked reports whether a tenant other than t has
-// executions waiting for room.
-func (e *Executor) othersWaitingLocked(t *tenantPool) bool {
-	return e.pool.queued > len(t.queue)
+// othersHoldWorkersLocked reports whether a tenant other than t holds a
+// worker process of the pool or waits for one.
+func (e *Executor) othersHoldWorkersLocked(t *tenantPool) bool {
+	for _, o := range e.pool.tenants {
+		if o != t && (len(o.workers) > 0 || len(o.queue) > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownWorkers counts t's workers that are its share, not borrowed.
