@@ -206,12 +206,12 @@ func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 }
 
 // borrowedNice is the nice value of a worker a tenant borrowed beyond its
-// default share (Share.CPUSlots) while it had the group to itself: so that
+// default share (Share.CPUSlots) while it had the group to itself, so that
 // a CPU-bound tenant alone on a machine uses every CPU. Once another tenant
 // holds a worker, a borrowed one takes nothing new and is stopped when
-// empty; until then the kernel gives its time to the others first. A nice value only ever rises for an
-// unprivileged process, so a borrowed worker stays below the others for
-// the rest of its life.
+// empty; until then the kernel gives its time to the others first. A nice
+// value only ever rises for an unprivileged process, so a borrowed worker
+// stays below the others for the rest of its life.
 const borrowedNice = 10
 
 // othersHoldWorkersLocked reports whether a tenant other than t holds a
@@ -308,7 +308,8 @@ func (e *Executor) leftLocked(w *worker) {
 	w.runs--
 	if w.runs == 0 {
 		w.idleSince = time.Now()
-		if w.draining && !w.gone {
+		t := e.pool.tenants[w.tenant]
+		if !w.gone && (w.draining || (w.borrowed && t != nil && e.othersHoldWorkersLocked(t))) {
 			e.retireLocked(w)
 		}
 	}
