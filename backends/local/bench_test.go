@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,4 +167,36 @@ func BenchmarkPoolTenToolCalls(b *testing.B) {
 	b.Run("in-process-serial", func(b *testing.B) {
 		benchInProcessAt(b, 1, tenCalls, "10")
 	})
+}
+
+// BenchmarkPoolTenants: the cost of keeping tenants apart. Trivial runs,
+// two in flight, from one tenant, and from two tenants interleaved (each
+// caller alternating between them): every tenant runs on worker processes
+// of its own, so the second case keeps two tenants' workers and their
+// prepared runtimes warm instead of one.
+func BenchmarkPoolTenants(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		tenants []string
+	}{{"one-tenant", []string{"a"}}, {"two-tenants", []string{"a", "b"}}} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newPool(b, Options{})
+			for range 8 {
+				for _, t := range c.tenants {
+					if _, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: t}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			var next atomic.Uint64
+			measure(b, runtime.NumCPU(), func() error {
+				t := c.tenants[next.Add(1)%uint64(len(c.tenants))]
+				res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: t})
+				if err != nil {
+					return err
+				}
+				return checkResult(res, "1")
+			})
+		})
+	}
 }
