@@ -177,15 +177,7 @@ func (g *cpuGate) tick() {
 // held.
 func (g *cpuGate) account() uint64 {
 	h := readHeap()
-	delta := h.allocs - g.mark
-	g.ledger.charge(g.holder, int64(delta))
-	g.mark = h.allocs
-	if h.cycles != g.cycles {
-		g.cycles = h.cycles
-		g.ledger.correct(int64(h.live))
-		g.cancelOver()
-		g.retuneGC(h.live)
-	}
+	delta := g.absorb(h)
 	r := g.runs[g.holder]
 	if g.holder == 0 || r == nil || r.overLimit {
 		return h.allocs
@@ -200,12 +192,25 @@ func (g *cpuGate) account() uint64 {
 	}
 	runtime.GC()
 	h = readHeap()
-	g.ledger.charge(g.holder, int64(h.allocs-g.mark))
-	g.mark = h.allocs
-	g.cycles = h.cycles
-	g.ledger.correct(int64(h.live))
-	g.cancelOver()
+	g.absorb(h) // the collection just made reconciles the ledger
 	return h.allocs
+}
+
+// absorb charges the holder with what was allocated since the last
+// reading, and when a collection completed meanwhile reconciles the ledger
+// with the live heap it found, cancels the runs past their limit and
+// retunes the GC. It returns the bytes charged. g.mu is held.
+func (g *cpuGate) absorb(h heapReading) uint64 {
+	delta := h.allocs - g.mark
+	g.ledger.charge(g.holder, int64(delta))
+	g.mark = h.allocs
+	if h.cycles != g.cycles {
+		g.cycles = h.cycles
+		g.ledger.correct(int64(h.live))
+		g.cancelOver()
+		g.retuneGC(h.live)
+	}
+	return delta
 }
 
 // retuneGC moves the GC percentage to what the live heap calls for, when

@@ -349,32 +349,31 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 	s.refill()
 }
 
-// runSandbox runs job in rt, turning a Go panic that escaped it into an
-// exit: the runtime's state is unknown, so the parent replaces the worker
-// and reports WORKER_CRASHED.
+// runSandbox runs job in rt; a Go panic that escapes it ends the worker
+// (exitOnPanic).
 func runSandbox(ctx context.Context, rt *sandbox.Prepared, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, *sandbox.Retained) {
-	defer func() {
-		if r := recover(); r != nil {
-			os.Stderr.WriteString("worker: run panicked\n")
-			os.Exit(exitRunPanic)
-		}
-	}()
+	defer exitOnPanic()
 	if job.RetainHandles {
 		return rt.RunRetained(ctx, job, host)
 	}
 	return rt.Run(ctx, job, host), nil
 }
 
+// exitOnPanic, deferred by a run, turns a Go panic that escaped it into
+// the worker's exit: the runtime's state is unknown, so the parent
+// replaces the worker and reports WORKER_CRASHED.
+func exitOnPanic() {
+	if r := recover(); r != nil {
+		os.Stderr.WriteString("worker: run panicked\n")
+		os.Exit(exitRunPanic)
+	}
+}
+
 // runStandIn calls a test's run function holding the gate for the whole
 // run (the function may let go of it around a host call it waits on, as
 // the sandbox does).
 func (s *workerServer) runStandIn(ctx context.Context, job sandbox.Job, host *workerHost) *protocol.ExecuteResult {
-	defer func() {
-		if rec := recover(); rec != nil {
-			os.Stderr.WriteString("worker: run panicked\n")
-			os.Exit(exitRunPanic)
-		}
-	}()
+	defer exitOnPanic()
 	if !host.Enter(ctx, time.Duration(job.TimeoutMs)*time.Millisecond) {
 		return &protocol.ExecuteResult{Error: context.Cause(ctx).Error(), HasError: true}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/supolka/codemode-gateway/protocol"
@@ -102,9 +103,14 @@ func (e *Executor) acquire(ctx context.Context, tenant string) (*worker, error) 
 	}
 	t := e.pool.tenant(tenant)
 	if len(t.queue) == 0 {
+		spares, workers := len(e.pool.spares), len(e.pool.workers)
 		if w := e.placeLocked(t, true); w != nil {
 			e.assignLocked(w)
-			e.balanceLocked()
+			if len(e.pool.spares) < spares || len(e.pool.workers) < workers {
+				// A spare was claimed, or a stale worker stopped: warm the
+				// next.
+				e.balanceLocked()
+			}
 			e.mu.Unlock()
 			return w, nil
 		}
@@ -162,9 +168,12 @@ func (e *Executor) giveUp(wt *waiter, err error) error {
 func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 	var best *worker
 	var stale []*worker
-	alone := !e.othersHoldWorkersLocked(t)
+	// Whether t has the group to itself matters only to borrowed workers
+	// and to borrowing; it costs a pass over the tenants, so it is asked
+	// only then.
+	alone := sync.OnceValue(func() bool { return !e.othersHoldWorkersLocked(t) })
 	for _, w := range t.workers {
-		if w.borrowed && !alone {
+		if w.borrowed && !alone() {
 			// Borrowed while the tenant had the group to itself: it takes
 			// nothing new now that others are here, and goes once empty.
 			if w.runs == 0 && !w.gone {
@@ -195,7 +204,7 @@ func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 		switch own := t.ownWorkers(); {
 		case own < share.slots:
 			return e.claimLocked(t)
-		case len(t.workers) < share.borrow && alone:
+		case len(t.workers) < share.borrow && alone():
 			w := e.claimLocked(t)
 			w.borrowed = true
 			lowerPriority(w.p.pid, borrowedNice)

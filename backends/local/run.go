@@ -105,7 +105,8 @@ func (r *run) abandon() bool {
 // handles close. At most maxOpenHostCalls run at once, maxHostBacklog
 // more wait their turn, and a call past both is refused.
 func (r *run) hostCall(m *message, afterGrant bool) {
-	if r.open.Add(1) == 1 {
+	open := r.open.Add(1)
+	if open == 1 {
 		r.w.parked.Add(1)
 	}
 	ctx := r.runCtx
@@ -117,7 +118,7 @@ func (r *run) hostCall(m *message, afterGrant bool) {
 			r.w.parked.Add(-1)
 		}
 	}
-	if r.open.Load() > maxOpenHostCalls+maxHostBacklog {
+	if open > maxOpenHostCalls+maxHostBacklog {
 		go func() {
 			defer done()
 			refuseHostCall(ctx, r.w.p, m)
