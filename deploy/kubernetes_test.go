@@ -131,9 +131,18 @@ func checkGateway(m *manifests) (*config.Config, []string) {
 		}
 	}
 
+	// The grace period runs from the preStop hook's start: the pause, then
+	// the drain SIGTERM starts, then the listeners' shutdown.
+	var pause time.Duration
+	if ps := ctr.Lifecycle.PreStop; ps != nil && ps.Sleep != nil {
+		pause = time.Duration(ps.Sleep.Seconds) * time.Second
+	}
+	if pause == 0 {
+		c.add("%s: give the gateway a preStop sleep, so that it accepts until its endpoints are gone", where)
+	}
 	drain := cfg.DrainTimeout.Std()
-	if g := pod.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= drain+shutdownAfterDrain {
-		c.add("%s: terminationGracePeriodSeconds must be above drainTimeout (%v) plus the %v the listeners take to close after it", where, drain, shutdownAfterDrain)
+	if g := pod.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= pause+drain+shutdownAfterDrain {
+		c.add("%s: terminationGracePeriodSeconds must be above the preStop sleep (%v), drainTimeout (%v) and the %v the listeners take to close after it", where, pause, drain, shutdownAfterDrain)
 	}
 
 	workers := int64(0)

@@ -102,8 +102,13 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 	}{
 		{
 			"grace period not above the drain", "base", "base/gateway-deployment.yaml",
-			"terminationGracePeriodSeconds: 75", "terminationGracePeriodSeconds: 62",
-			[]string{"Deployment codemode-gateway: terminationGracePeriodSeconds must be above drainTimeout (1m0s) plus the 5s the listeners take to close after it"},
+			"terminationGracePeriodSeconds: 75", "terminationGracePeriodSeconds: 70",
+			[]string{"Deployment codemode-gateway: terminationGracePeriodSeconds must be above the preStop sleep (5s), drainTimeout (1m0s) and the 5s the listeners take to close after it"},
+		},
+		{
+			"no pause before the drain", "base", "base/gateway-deployment.yaml",
+			"lifecycle:\n            preStop:\n              sleep:\n                seconds: 5\n          ", "",
+			[]string{"Deployment codemode-gateway: give the gateway a preStop sleep, so that it accepts until its endpoints are gone"},
 		},
 		{
 			"readiness on the wrong path", "base", "base/gateway-deployment.yaml",

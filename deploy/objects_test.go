@@ -69,6 +69,13 @@ type container struct {
 			} `json:"secretKeyRef"`
 		} `json:"valueFrom"`
 	} `json:"env"`
+	Lifecycle struct {
+		PreStop *struct {
+			Sleep *struct {
+				Seconds int64 `json:"seconds"`
+			} `json:"sleep"`
+		} `json:"preStop"`
+	} `json:"lifecycle"`
 	ReadinessProbe  *probe `json:"readinessProbe"`
 	LivenessProbe   *probe `json:"livenessProbe"`
 	SecurityContext struct {
