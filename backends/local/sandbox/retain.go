@@ -165,11 +165,7 @@ func (r *Retained) serve() {
 		if cur != nil {
 			invokes = nil
 			expired = cur.clock.expired
-			if s.open > 0 {
-				cur.clock.pause()
-			} else {
-				cur.clock.resume()
-			}
+			s.tick(cur.clock)
 		}
 		waitC := s.nextTimer(wait)
 		s.leave()

@@ -79,6 +79,9 @@ type session struct {
 	clock  *runClock
 	timers timerQueue
 	open   int // host calls in flight, queued ones included
+	// elsewhere counts the guest's own work running off the loop (a native
+	// request): while any is in flight the run clock runs, host calls or not.
+	elsewhere int
 	// hostCalls counts the calls with a goroutine at the host; the rest
 	// wait in queued, in the order they were made.
 	hostCalls int
@@ -424,13 +427,7 @@ func (s *session) loop() {
 	wait.Stop()
 	defer wait.Stop()
 	for !s.completed && !s.stopped {
-		// The run clock stops while the only work in flight is a host call,
-		// unless host waits count.
-		if s.open > 0 {
-			s.clock.pause()
-		} else {
-			s.clock.resume()
-		}
+		s.tick(s.clock)
 		waitC := s.nextTimer(wait)
 		s.leave()
 		select {
@@ -457,6 +454,17 @@ func (s *session) loop() {
 			s.fatal = s.cancelText()
 		}
 		wait.Stop()
+	}
+}
+
+// tick stops clock while the only work in flight is a host call (unless
+// host waits count) and runs it otherwise: guest work done elsewhere, a
+// native request say, spends the bound beside an open tool call.
+func (s *session) tick(clock *runClock) {
+	if s.open > 0 && s.elsewhere == 0 {
+		clock.pause()
+	} else {
+		clock.resume()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,50 @@ func TestWebPlatformNativeSpendsTheBound(t *testing.T) {
 	res = Run(context.Background(), j, &fakeHost{})
 	if !strings.Contains(res.ResultJSON, "does not reach") {
 		t.Fatalf("default deny: %+v", res)
+	}
+}
+
+// slowLoopback is a loopback server that answers 200 after delay.
+func slowLoopback(t *testing.T, delay time.Duration) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A request the executor performs natively spends the bound even while a
+// tool call is open: the clock stops only when a host call is the only work
+// in flight. A 1.5 s native fetch beside a 3 s tool call under a 300 ms
+// bound times out; once the fetch is answered, the tool call alone stops
+// the clock again.
+func TestClockNativeFetchCountsBesideAToolCall(t *testing.T) {
+	srv := slowLoopback(t, 1500*time.Millisecond)
+	h := &fakeHost{delay: 3 * time.Second, answer: func(call) (string, error) { return `{"result":"tool"}`, nil }}
+	j := toolJob(`async () => {
+    const tool = store.slow()
+    const status = (await fetch('`+srv.URL+`')).status
+    return [status, await tool]
+  }`, 300)
+	j.OutboundMode = protocol.OutboundNative
+	j.Native = webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	r := runJob(t, j, h)
+	wantError(t, r, protocol.NewExecutionTimeoutError(300).Error())
+
+	quick := slowLoopback(t, 50*time.Millisecond)
+	h = &fakeHost{delay: time.Second, answer: func(call) (string, error) { return `{"result":"tool"}`, nil }}
+	j.Code = `async () => {
+    const tool = store.slow()
+    const status = (await fetch('` + quick.URL + `')).status
+    return [status, await tool]
+  }`
+	r = runJob(t, j, h)
+	if got := result(t, r); !reflect.DeepEqual(got, []any{200.0, "tool"}) {
+		t.Fatalf("got %#v", got)
 	}
 }
 

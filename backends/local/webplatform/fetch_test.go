@@ -316,6 +316,9 @@ func TestFetchNative(t *testing.T) {
 	if l.opened != 0 {
 		t.Errorf("native requests keep the clock running: no host wait, but %d opened", l.opened)
 	}
+	if l.guestRan != 1 || l.guest != 0 {
+		t.Errorf("guest work: opened %d, open at the end %d; want 1 and 0", l.guestRan, l.guest)
+	}
 }
 
 func TestFetchNativeRedirects(t *testing.T) {

@@ -22,6 +22,11 @@ type Loop interface {
 	// is open and nothing else runs, the run clock stops. done closes it.
 	// Both are called on the loop goroutine, done exactly once.
 	HostWait() (done func())
+	// GuestWork opens work the guest asked for that runs off the loop (a
+	// native request): while one is open the run clock runs, host waits
+	// open or not. done closes it. Both are called on the loop goroutine,
+	// done exactly once.
+	GuestWork() (done func())
 	// Context is the run's context, cancelled when the run ends.
 	Context() context.Context
 	// Stop ends the run with an error a call into the runtime returned

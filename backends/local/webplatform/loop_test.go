@@ -26,6 +26,8 @@ type testLoop struct {
 	waits    int // host waits open now
 	maxWaits int // most host waits open at once
 	opened   int // host waits ever opened
+	guest    int // guest work open now
+	guestRan int // guest work ever opened
 	stopErr  error
 	timerID  int64
 	timers   map[int64]*time.Timer
@@ -57,6 +59,19 @@ func (l *testLoop) HostWait() func() {
 		}
 		closed = true
 		l.waits--
+	}
+}
+
+func (l *testLoop) GuestWork() func() {
+	l.guest++
+	l.guestRan++
+	closed := false
+	return func() {
+		if closed {
+			panic("guest work closed twice")
+		}
+		closed = true
+		l.guest--
 	}
 }
 
