@@ -84,8 +84,8 @@ func TestRunLogsDeliveredAndInvocationConsoleDiscarded(t *testing.T) {
 	if got := body(t, r, get("/")); got != "ok" {
 		t.Fatalf("answered %q", got)
 	}
-	if len(r.s.result.Logs) != 1 {
-		t.Fatalf("invocation console was kept: %v", r.s.result.Logs)
+	if logs := r.s.console.Lines(); len(logs) != 1 {
+		t.Fatalf("invocation console was kept: %v", logs)
 	}
 }
 

@@ -111,8 +111,7 @@ type session struct {
 	fatal    string // why the run stopped before settling, when it did
 	stopped  bool
 
-	logBytes int
-	logsFull bool
+	console *protocol.ConsoleCapture
 }
 
 // prepare builds a fresh runtime with the whole sandbox scope installed:
@@ -125,7 +124,7 @@ func prepare() *session {
 		done:      make(chan struct{}),
 		instances: map[string]*goja.Object{},
 	}
-	s.result.Logs = []protocol.LogLine{}
+	s.console = protocol.NewConsoleCapture(0)
 	s.vm = goja.New()
 	s.vm.SetParserOptions(parser.WithDisableSourceMaps)
 	s.vm.SetMaxCallStackSize(MaxCallStackSize)
@@ -514,6 +513,7 @@ func (s *session) postNow(fn func()) {
 // finish composes the result envelope.
 func (s *session) finish() *protocol.ExecuteResult {
 	res := s.result
+	res.Logs = s.console.Lines()
 	if s.granted && !s.stopped {
 		res.ResultJSON, res.Error, res.HasError = "", "", false
 		res.Handles = []string{HandleFetch}
@@ -585,22 +585,12 @@ func (s *session) uncaught(call goja.FunctionCall) goja.Value {
 	return goja.Undefined()
 }
 
-// capture records one console line, charging its wire size against
-// ConsoleCaptureLimit. The line that meets the bound is dropped whole and
-// one warn line with ConsoleCaptureMessage takes the place of the rest.
+// capture records one console line in the run's protocol.ConsoleCapture,
+// the one implementation of the console bound.
 func (s *session) capture(call goja.FunctionCall) goja.Value {
 	// A retained session's logs were delivered with the grant.
-	if s.logsFull || s.granted {
-		return goja.Undefined()
+	if !s.granted {
+		s.console.Add(protocol.LogLevel(call.Argument(0).String()), call.Argument(1).String())
 	}
-	line := protocol.LogLine{Level: protocol.LogLevel(call.Argument(0).String()), Text: call.Argument(1).String()}
-	size := protocol.LogLineWireSize(line)
-	if s.logBytes+size >= protocol.ConsoleCaptureLimit {
-		s.logsFull = true
-		s.result.Logs = append(s.result.Logs, protocol.LogLine{Level: protocol.LogLevelWarn, Text: protocol.ConsoleCaptureMessage})
-		return goja.Undefined()
-	}
-	s.logBytes += size
-	s.result.Logs = append(s.result.Logs, line)
 	return goja.Undefined()
 }
