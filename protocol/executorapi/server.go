@@ -41,6 +41,8 @@ type Server struct {
 	// kept holds the duplicated outbound stub of each retained execution
 	// in the stub mode, released when its handles close or its session ends.
 	kept map[string]*capnweb.Stub
+	// turns orders the invocations of each execution (see invokeOrder).
+	turns invokeOrder
 }
 
 // NewServer returns a Server for exec.
@@ -131,6 +133,16 @@ func (c *connection) CallMethod(ctx context.Context, name string, args []any) (a
 	default:
 		return nil, capnweb.NotAFunction(name)
 	}
+	// An invocation takes its place behind the earlier ones of its
+	// execution while it still holds the connection's delivery turn, so
+	// pipelined invocations keep the order they arrived in.
+	var turn invokeTurn
+	if name == "invokeHandle" {
+		if id, ok := arg(args, 0).(string); ok {
+			turn = c.srv.turns.take(id)
+			defer turn.done()
+		}
+	}
 	// An execution holds its call for the whole run; the connection's next
 	// call must not wait for it.
 	capnweb.Detach(ctx)
@@ -141,6 +153,9 @@ func (c *connection) CallMethod(ctx context.Context, name string, args []any) (a
 	case "execute":
 		return c.srv.execute(ctx, args)
 	case "invokeHandle":
+		if err := turn.wait(ctx); err != nil {
+			return nil, err
+		}
 		return c.srv.invokeHandle(ctx, args)
 	default:
 		return c.srv.closeHandles(ctx, args)
