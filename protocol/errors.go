@@ -302,22 +302,6 @@ func (e *BufferGrowthAbsentError) Error() string {
 	return e.Name + " is absent from this runtime because a buffer that grows after it is created is allocated outside the memory limit this execution is metered against. Ask for the length you need when you create the buffer."
 }
 
-// SharedMemoryAbsentError: SharedArrayBuffer was constructed. The contract
-// declares SharedArrayBuffer.prototype.grow absent, so the constructor must
-// exist for grow to live on its prototype; a run has no second thread, so
-// constructing one is refused too. The sandbox raises it as a
-// NotSupportedError DOMException.
-//
-//	SharedArrayBuffer cannot be constructed in this runtime, because a run has no second thread to share memory with. Use ArrayBuffer, with the length you need when you create it.
-type SharedMemoryAbsentError struct{}
-
-// NewSharedMemoryAbsentError composes the text.
-func NewSharedMemoryAbsentError() *SharedMemoryAbsentError { return &SharedMemoryAbsentError{} }
-
-func (*SharedMemoryAbsentError) Error() string {
-	return "SharedArrayBuffer cannot be constructed in this runtime, because a run has no second thread to share memory with. Use ArrayBuffer, with the length you need when you create it."
-}
-
 // CacheStorageAbsentError: a member of caches was used.
 //
 //	Cache storage is absent from this runtime because nothing survives an execution. Return what should persist in the result and take it back as an input on the next call.

@@ -138,8 +138,9 @@
 // ArrayBuffer.prototype.resize and SharedArrayBuffer.prototype.grow exist and
 // throw when called; caches is an object with open, has, delete, keys and
 // match (no CacheStorage interface object), each rejecting with
-// CacheStorageAbsentError's text. goja has no SharedArrayBuffer, so a
-// constructor exists for grow to live on, and constructing it throws
-// NotSupportedError with SharedArrayBufferAbsentText. WebSocket, and every
+// CacheStorageAbsentError's text. goja has no SharedArrayBuffer, so the
+// platform gives one for grow to live on, and the rest of it works: a run
+// has no second thread, so a shared buffer is an ArrayBuffer's memory under
+// SharedArrayBuffer.prototype. WebSocket, and every
 // name not listed here, is simply undefined.
 package webplatform

@@ -126,7 +126,6 @@ func Prepare(vm *goja.Runtime, loop Loop) (*Platform, error) {
 		"resize":              protocol.NewBufferGrowthAbsentError("ArrayBuffer.prototype.resize").Error(),
 		"grow":                protocol.NewBufferGrowthAbsentError("SharedArrayBuffer.prototype.grow").Error(),
 		"caches":              protocol.NewCacheStorageAbsentError().Error(),
-		"sharedArrayBuffer":   SharedArrayBufferAbsentText,
 	} {
 		_ = texts.Set(k, v)
 	}
@@ -166,12 +165,6 @@ func (pl *Platform) Configure(cfg Config) {
 		context.AfterFunc(p.loop.Context(), p.native.close)
 	}
 }
-
-// SharedArrayBufferAbsentText is what constructing SharedArrayBuffer
-// throws. goja has no shared memory, and the contract declares only
-// SharedArrayBuffer.prototype.grow absent, so the constructor exists (for
-// grow to live on its prototype) and refuses to construct.
-var SharedArrayBufferAbsentText = protocol.NewSharedMemoryAbsentError().Error()
 
 // lazyGlobals are the globals published on first touch, by the section of
 // platform.js that builds them.
