@@ -85,10 +85,6 @@ func (t *tenant) configure(c config.Tenant, g *group) {
 	t.settings.Store(s)
 }
 
-// drainingText is the refusal while the gateway drains: the caller should
-// go elsewhere, not wait here, so it names no delay.
-const drainingText = "This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it."
-
 // admit holds one execution to the tenant's bounds: the rate, the
 // concurrency cap and the budget, in that order. On success the execution
 // is counted in flight and paid for, and release undoes the count; a
@@ -130,7 +126,7 @@ func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
 func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
 	if t.draining.Load() {
 		t.refuse(refusal{reason: reasonDraining, limit: "a drain for a restart"})
-		return nil, protocol.NewFault(protocol.CodeQueueOverflow, drainingText)
+		return nil, protocol.NewDrainingError()
 	}
 	set := t.settings.Load()
 	release, ref := t.admit(set)

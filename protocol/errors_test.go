@@ -313,6 +313,15 @@ func TestDeclaredFailureGrammar(t *testing.T) {
 		NewTenantLimitError("t", "1 execution in flight", time.Second),
 		NewResponseTooLargeError(2, 1),
 		&InvalidTimeoutError{Millis: -1},
+		NewSourceTooLargeError("program", 2, 1),
+		NewSourceNestingError("program", 1, 1),
+		NewHostCallBacklogError(1),
+		NewHostAnswerTooLargeError(),
+		NewNotAResponseError(),
+		NewNetworkErrorResponseError(),
+		NewDeliveryTooLargeError(DeliveryExecution, 2, 1),
+		NewDeliveryTooLargeError(DeliveryHandleRequest, 2, 1),
+		NewDrainingError(),
 		errors.New(ConsoleCaptureMessage),
 	} {
 		text := err.Error()

@@ -150,7 +150,7 @@ func TestCancelInterrupts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	r := Run(ctx, job(`async () => { while (true) {} }`), nil)
+	r := envelope(t)(Run(ctx, job(`async () => { while (true) {} }`), nil))
 	if !r.HasError || !strings.Contains(r.Error, "canceled") {
 		t.Fatalf("error %q", r.Error)
 	}

@@ -17,7 +17,7 @@ import (
 func retain(t *testing.T, j Job, h Host) (*protocol.ExecuteResult, *Retained) {
 	t.Helper()
 	j.RetainHandles = true
-	res, r := RunRetained(context.Background(), j, h)
+	res, r := runRetained(t, context.Background(), j, h)
 	if r == nil {
 		t.Fatalf("no grant: %+v", res)
 	}
@@ -64,13 +64,13 @@ func TestNoGrantForOtherShapes(t *testing.T) {
 	} {
 		j := job(code)
 		j.RetainHandles = true
-		res, r := RunRetained(context.Background(), j, nil)
+		res, r := runRetained(t, context.Background(), j, nil)
 		if r != nil || res.ResultJSON != want || res.Handles != nil {
 			t.Fatalf("%s: %+v retained=%v", code, res, r != nil)
 		}
 	}
 	// Without RetainHandles a handler serializes like any value.
-	res, r := RunRetained(context.Background(), job(`async () => ({ fetch() {} })`), nil)
+	res, r := runRetained(t, context.Background(), job(`async () => ({ fetch() {} })`), nil)
 	if r != nil || res.ResultJSON != `{}` || res.Handles != nil {
 		t.Fatalf("without retainHandles: %+v", res)
 	}
@@ -204,7 +204,7 @@ func TestCancelEndsTheSessionWithTheCause(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	j := job(`async () => () => new Response('ok')`)
 	j.RetainHandles = true
-	_, r := RunRetained(ctx, j, nil)
+	_, r := runRetained(t, ctx, j, nil)
 	if r == nil {
 		t.Fatal("no grant")
 	}
@@ -249,7 +249,7 @@ func FuzzRetainedInvoke(f *testing.F) {
 	f.Add("ge\x00t", "http://[::1", "\xff", "\xff", []byte{0xff})
 	j := job(`async () => async (req) => new Response(req.method + ' ' + req.url + ' ' + [...req.headers].length + ' ' + (await req.arrayBuffer()).byteLength)`)
 	j.RetainHandles = true
-	_, r := RunRetained(context.Background(), j, nil)
+	_, r := runRetained(f, context.Background(), j, nil)
 	if r == nil {
 		f.Fatal("no grant")
 	}

@@ -36,9 +36,15 @@ const (
 	MaxConcurrentHostCalls = 64
 )
 
-// InternalErrorText is the envelope error when the sandbox itself broke (a
-// Go panic inside the run); the program may not be at fault.
+// InternalErrorText is the message of the INTERNAL fault a run ends with
+// when the sandbox itself broke (a Go panic inside the run): an invariant
+// of the executor, not the program, so it goes to the calling application
+// as a thrown fault, never to the model in the envelope.
 const InternalErrorText = "The executor broke while running this program, through no fault the program can fix. Run it again."
+
+// InternalFault is the fault of a run, or a retained session, during which
+// the sandbox broke.
+func InternalFault() error { return protocol.NewFault(protocol.CodeInternal, InternalErrorText) }
 
 // StackOverflowText is the envelope error of a run that recursed past
 // MaxCallStackSize frames. JavaScript cannot catch it.
@@ -59,6 +65,8 @@ var bootstrapProgram = func() *goja.Program {
 type (
 	interruptTimeout struct{}
 	interruptCancel  struct{}
+	// interruptBroken: a host function of the sandbox panicked.
+	interruptBroken struct{}
 )
 
 // session is the state of one run. Everything in it is touched only by the
@@ -110,6 +118,9 @@ type session struct {
 	result   protocol.ExecuteResult
 	fatal    string // why the run stopped before settling, when it did
 	stopped  bool
+	// broken says the sandbox itself broke: the run ends with an INTERNAL
+	// fault instead of an envelope.
+	broken bool
 
 	console *protocol.ConsoleCapture
 }
@@ -240,12 +251,10 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 // returns the envelope text when it fails either.
 func checkSource(what, src string) string {
 	if len(src) > MaxSourceBytes {
-		return "The " + what + " is " + strconv.Itoa(len(src)) + " bytes, past the sandbox's " +
-			strconv.Itoa(MaxSourceBytes) + "-byte bound on one source. Send less code, and move what is shared into the module map."
+		return protocol.NewSourceTooLargeError(what, len(src), MaxSourceBytes).Error()
 	}
 	if line := maxNestingExceeded(src, MaxNesting); line > 0 {
-		return "The " + what + " nests brackets more than " + strconv.Itoa(MaxNesting) +
-			" deep (line " + strconv.Itoa(line) + "), past what the sandbox parses. Flatten that code and run it again."
+		return protocol.NewSourceNestingError(what, MaxNesting, line).Error()
 	}
 	return ""
 }
@@ -319,18 +328,29 @@ func (s *session) function(name string, fn func(goja.FunctionCall) goja.Value) *
 }
 
 func (s *session) guard(fn func(goja.FunctionCall) goja.Value) func(goja.FunctionCall) goja.Value {
-	return func(call goja.FunctionCall) goja.Value {
+	return func(call goja.FunctionCall) (out goja.Value) {
 		defer func() {
 			if r := recover(); r != nil {
 				switch r.(type) {
 				case goja.Value, *goja.Exception, *goja.InterruptedError, *goja.StackOverflowError:
 					panic(r)
 				}
-				panic(s.newError(InternalErrorText))
+				// The sandbox broke: the interrupt ends the run before any
+				// more JavaScript runs, with an INTERNAL fault; nothing of
+				// it reaches the program.
+				s.breakRun()
+				out = goja.Undefined()
 			}
 		}()
 		return fn(call)
 	}
+}
+
+// breakRun marks the run broken and interrupts the runtime, so that no
+// JavaScript runs after it and the run ends with an INTERNAL fault.
+func (s *session) breakRun() {
+	s.broken = true
+	s.vm.Interrupt(interruptBroken{})
 }
 
 // newError builds a plain Error with message text, through the Error
@@ -351,31 +371,40 @@ func (s *session) stop(err error) {
 		return
 	}
 	s.stopped = true
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		s.fatal = s.textOf(ex.Value())
+		return
+	}
+	s.fatal = s.uncatchableText(err)
+}
+
+// uncatchableText is the envelope text of an error JavaScript cannot
+// catch: an interrupt or a stack overflow. Anything else means the sandbox
+// broke: the run is marked so, and the text is empty.
+func (s *session) uncatchableText(err error) string {
 	var ie *goja.InterruptedError
 	var so *goja.StackOverflowError
-	var ex *goja.Exception
 	switch {
 	case errors.As(err, &ie):
 		// A run whose context ended (the memory watchdog's cancel) reports
 		// that, even when the clock's interrupt came after it: the cancel
 		// is what stopped it, however long the native call it was in took.
 		switch ie.Value().(type) {
+		case interruptBroken:
 		case interruptTimeout:
 			if s.ctx != nil && s.ctx.Err() != nil {
-				s.fatal = s.cancelText()
-			} else {
-				s.fatal = s.timeoutText()
+				return s.cancelText()
 			}
+			return s.timeoutText()
 		default:
-			s.fatal = s.cancelText()
+			return s.cancelText()
 		}
 	case errors.As(err, &so):
-		s.fatal = StackOverflowText
-	case errors.As(err, &ex):
-		s.fatal = s.textOf(ex.Value())
-	default:
-		s.fatal = InternalErrorText
+		return StackOverflowText
 	}
+	s.broken = true
+	return ""
 }
 
 // bound is the run's bound in milliseconds: Job.TimeoutMs, read as
@@ -411,11 +440,18 @@ func causeText(ctx context.Context) string {
 // bootstrap computes it for a rejection.
 func (s *session) textOf(v goja.Value) string {
 	if s.messageOf == nil || v == nil {
-		return InternalErrorText
+		s.broken = true
+		return ""
 	}
 	out, err := s.messageOf(goja.Undefined(), v)
 	if err != nil {
-		return InternalErrorText
+		// messageOf catches every exception: only an interrupt or a stack
+		// overflow gets out of it.
+		if isException(err) {
+			s.broken = true
+			return ""
+		}
+		return s.uncatchableText(err)
 	}
 	return out.String()
 }
@@ -524,7 +560,9 @@ func (s *session) finish() *protocol.ExecuteResult {
 		res.Error = s.fatal
 		res.HasError = true
 		if res.Error == "" {
-			res.Error = InternalErrorText
+			// A run that stopped without saying why: nothing the envelope
+			// could tell the program.
+			s.broken = true
 		}
 	}
 	if size := protocol.RunAnswerWireSize(&res); res.HasError && size > protocol.PayloadLimit {

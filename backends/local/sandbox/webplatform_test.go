@@ -25,11 +25,11 @@ func (h *slowStub) Outbound(ctx context.Context, req protocol.OutboundRequest) (
 // absences example, the disabled text, and the run-clock rows of the
 // outbound setting.
 func TestWebPlatformContractExample(t *testing.T) {
-	res := Run(context.Background(), job(`async () => [typeof caches, typeof CompressionStream, typeof WebSocket]`), &fakeHost{})
+	res := runJob(t, job(`async () => [typeof caches, typeof CompressionStream, typeof WebSocket]`), &fakeHost{})
 	if res.HasError || res.ResultJSON != `["object","function","undefined"]` {
 		t.Fatalf("%+v", res)
 	}
-	res = Run(context.Background(), job(`async () => { try { await fetch('https://x/') } catch (e) { return e.message } }`), &fakeHost{})
+	res = runJob(t, job(`async () => { try { await fetch('https://x/') } catch (e) { return e.message } }`), &fakeHost{})
 	if res.ResultJSON != `"`+protocol.NewOutboundDisabledError().Error()+`"` {
 		t.Fatalf("%+v", res)
 	}
@@ -39,12 +39,12 @@ func TestWebPlatformStubStopsTheClock(t *testing.T) {
 	j := job(`async () => (await fetch('https://x/a')).text()`)
 	j.OutboundMode = protocol.OutboundStub
 	j.TimeoutMs = 100
-	res := Run(context.Background(), j, &slowStub{})
+	res := runJob(t, j, &slowStub{})
 	if res.HasError || res.ResultJSON != `"slow https://x/a"` {
 		t.Fatalf("%+v", res)
 	}
 	j.CountHostWaits = true
-	res = Run(context.Background(), j, &slowStub{})
+	res = runJob(t, j, &slowStub{})
 	if !res.HasError || !strings.HasPrefix(res.Error, "Execution timed out") {
 		t.Fatalf("wall clock: %+v", res)
 	}
@@ -62,19 +62,19 @@ func TestWebPlatformNativeSpendsTheBound(t *testing.T) {
 	j.OutboundMode = protocol.OutboundNative
 	j.TimeoutMs = 100
 	j.Native = webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	res := Run(context.Background(), j, &fakeHost{})
+	res := runJob(t, j, &fakeHost{})
 	if !res.HasError || !strings.HasPrefix(res.Error, "Execution timed out") {
 		t.Fatalf("%+v", res)
 	}
 	j.TimeoutMs = 5000
-	res = Run(context.Background(), j, &fakeHost{})
+	res = runJob(t, j, &fakeHost{})
 	if res.HasError || res.ResultJSON != "200" {
 		t.Fatalf("%+v", res)
 	}
 	// Without the allowance, the default deny list keeps loopback out.
 	j.Native = webplatform.NativeOptions{}
 	j.Code = `async () => { try { await fetch('` + srv.URL + `') } catch (e) { return e.message } }`
-	res = Run(context.Background(), j, &fakeHost{})
+	res = runJob(t, j, &fakeHost{})
 	if !strings.Contains(res.ResultJSON, "does not reach") {
 		t.Fatalf("default deny: %+v", res)
 	}
@@ -127,7 +127,7 @@ func TestClockNativeFetchCountsBesideAToolCall(t *testing.T) {
 func TestWebPlatformForAwaitBody(t *testing.T) {
 	j := job(`async () => { const r = await fetch('https://x/a'); let s = ''; for await (const c of r.body) s += new TextDecoder().decode(c); return s }`)
 	j.OutboundMode = protocol.OutboundStub
-	res := Run(context.Background(), j, &slowStub{})
+	res := runJob(t, j, &slowStub{})
 	if res.HasError || res.ResultJSON != `"slow https://x/a"` {
 		t.Fatalf("%+v", res)
 	}
@@ -138,7 +138,7 @@ func TestWebPlatformForAwaitBody(t *testing.T) {
 func TestRunReportsRunClockAndRequests(t *testing.T) {
 	j := job(`async () => { const t = Date.now(); while (Date.now() - t < 60) {} await (await fetch('https://x/a')).text(); await fetch('https://x/b'); return 1 }`)
 	j.OutboundMode = protocol.OutboundStub
-	res := Run(context.Background(), j, &slowStub{})
+	res := runJob(t, j, &slowStub{})
 	if res.HasError {
 		t.Fatal(res.Error)
 	}
