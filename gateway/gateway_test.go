@@ -643,7 +643,8 @@ func TestExecutionIDsRouteAcrossReplicas(t *testing.T) {
 	}
 	// Texts name the client's id, never the backend's.
 	_, err = bGlobex.InvokeHandle(testCtx(t), id, "websocket", protocol.OutboundRequest{Method: "GET", URL: "/"})
-	if err == nil || !strings.Contains(err.Error(), `"`+id+`"`) {
+	var plain *capnweb.Error
+	if !errors.As(err, &plain) || plain.Message != protocol.NewHandleNotFoundError(id, "websocket", []string{"fetch"}).Error() {
 		t.Fatalf("an unknown handle name gave %v, want the text to name %q", err, id)
 	}
 	if err := bGlobex.CloseHandles(testCtx(t), id); err != nil {

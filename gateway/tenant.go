@@ -100,7 +100,7 @@ func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
 				wait = time.Second // unreachable: burst is at least one
 			}
 			return nil, &refusal{reason: reasonRate, retryAfter: wait,
-				limit: count(set.policy.Rate, "execution started per second", "executions started per second")}
+				limit: protocol.RateBound(set.policy.Rate)}
 		}
 	}
 	unreserve := func() {
@@ -112,7 +112,7 @@ func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
 		t.inFlight.Add(-1)
 		unreserve()
 		return nil, &refusal{reason: reasonConcurrency, retryAfter: concurrencyRetry(t.wall.get(), n-1),
-			limit: count(set.policy.MaxConcurrent, "execution in flight", "executions in flight")}
+			limit: protocol.InFlightBound(set.policy.MaxConcurrent)}
 	}
 	if r := set.budget.admit(now); r != nil {
 		t.inFlight.Add(-1)

@@ -446,6 +446,35 @@ const (
 	tenantLimitSuffix = ", so this execution was turned away before it started."
 )
 
+// The bounds a TenantLimitError names, in the words its text uses.
+
+// RateBound is a bound on executions started per second.
+func RateBound(perSecond float64) string {
+	return countOf(FormatJSNumber(perSecond), perSecond == 1, "execution started per second", "executions started per second")
+}
+
+// InFlightBound is a bound on executions in flight at once.
+func InFlightBound(n int) string {
+	return countOf(strconv.Itoa(n), n == 1, "execution in flight", "executions in flight")
+}
+
+// ExecutionBudget is a budget of n executions per window.
+func ExecutionBudget(n int, window time.Duration) string {
+	return "a budget of " + countOf(strconv.Itoa(n), n == 1, "execution", "executions") + " per " + window.String()
+}
+
+// RunClockBudget is a budget of run-clock time per window.
+func RunClockBudget(runClock, window time.Duration) string {
+	return "a budget of " + runClock.String() + " of run-clock time per " + window.String()
+}
+
+func countOf(n string, one bool, singular, plural string) string {
+	if one {
+		return n + " " + singular
+	}
+	return n + " " + plural
+}
+
 func (e *TenantLimitError) Error() string {
 	return tenantLimitPrefix + e.Tenant + tenantLimitMiddle + e.Limit + tenantLimitSuffix + retrySentence(e.RetryAfter)
 }

@@ -1,6 +1,9 @@
 package protocol
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Each of the executor's own texts, pinned word for word, with its code
 // when it is a fault.
@@ -34,6 +37,25 @@ func TestExecutorErrorTexts(t *testing.T) {
 		}
 		if got := CodeOf(c.err); got != c.code {
 			t.Errorf("%T: code %q, want %q", c.err, got, c.code)
+		}
+	}
+}
+
+// The tenant bound texts, whole: each bound's words inside
+// TenantLimitError's text.
+func TestTenantBoundTexts(t *testing.T) {
+	for _, c := range []struct{ limit, want string }{
+		{RateBound(2), `Tenant "acme" is at its bound of 2 executions started per second, so this execution was turned away before it started. Try it again in 500 ms.`},
+		{RateBound(1), `Tenant "acme" is at its bound of 1 execution started per second, so this execution was turned away before it started. Try it again in 500 ms.`},
+		{RateBound(0.5), `Tenant "acme" is at its bound of 0.5 executions started per second, so this execution was turned away before it started. Try it again in 500 ms.`},
+		{InFlightBound(1), `Tenant "acme" is at its bound of 1 execution in flight, so this execution was turned away before it started. Try it again in 500 ms.`},
+		{InFlightBound(8), `Tenant "acme" is at its bound of 8 executions in flight, so this execution was turned away before it started. Try it again in 500 ms.`},
+		{ExecutionBudget(1, time.Hour), `Tenant "acme" is at its bound of a budget of 1 execution per 1h0m0s, so this execution was turned away before it started. Try it again in 500 ms.`},
+		{ExecutionBudget(100, 24*time.Hour), `Tenant "acme" is at its bound of a budget of 100 executions per 24h0m0s, so this execution was turned away before it started. Try it again in 500 ms.`},
+		{RunClockBudget(90*time.Second, time.Hour), `Tenant "acme" is at its bound of a budget of 1m30s of run-clock time per 1h0m0s, so this execution was turned away before it started. Try it again in 500 ms.`},
+	} {
+		if got := NewTenantLimitError("acme", c.limit, 500*time.Millisecond).Error(); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -151,7 +150,7 @@ func TestCancelInterrupts(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
 	r := envelope(t)(Run(ctx, job(`async () => { while (true) {} }`), nil))
-	if !r.HasError || !strings.Contains(r.Error, "canceled") {
+	if !r.HasError || r.Error != context.Canceled.Error() {
 		t.Fatalf("error %q", r.Error)
 	}
 	if el := time.Since(start); el > 3*time.Second {

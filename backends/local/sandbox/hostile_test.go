@@ -165,21 +165,15 @@ func TestSourceMapsNeverRead(t *testing.T) {
 func TestSourceBounds(t *testing.T) {
 	deep := "async () => " + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000)
 	r := runJob(t, job(deep), nil)
-	if !r.HasError || !strings.Contains(r.Error, "nests brackets more than") {
-		t.Fatalf("deep source: %q", r.Error)
-	}
+	wantError(t, r, protocol.NewSourceNestingError("program", MaxNesting, 1).Error())
 	big := "async () => '" + strings.Repeat("x", MaxSourceBytes) + "'"
 	r = runJob(t, job(big), nil)
-	if !r.HasError || !strings.Contains(r.Error, "-byte bound on one source") {
-		t.Fatalf("big source: %q", r.Error)
-	}
+	wantError(t, r, protocol.NewSourceTooLargeError("program", len(big), MaxSourceBytes).Error())
 	// A module nested too deep is refused the same way.
 	j := job("import x from 'deep'\nasync () => x")
 	j.Modules = protocol.ModuleMap{"deep": {Source: "export default " + strings.Repeat("[", 2000) + strings.Repeat("]", 2000)}}
 	r = runJob(t, j, nil)
-	if !r.HasError || !strings.Contains(r.Error, `module "deep"`) {
-		t.Fatalf("deep module: %q", r.Error)
-	}
+	wantError(t, r, protocol.NewSourceNestingError(`module "deep"`, MaxNesting, 1).Error())
 }
 
 func TestMaxNestingScanner(t *testing.T) {

@@ -108,15 +108,17 @@ func TestRejectionsKeepServing(t *testing.T) {
 		if (p === '/error') return Response.error()
 		return new Response('n=' + n, { status: 201, headers: { 'x-n': String(n) } })
 	} }`), nil)
+	bigAnswer := protocol.HandleAnswerWireSize(protocol.OutboundResponse{Status: 200,
+		Headers: []protocol.Header{{"content-type", "text/plain;charset=UTF-8"}}, Body: make([]byte, 200000)})
 	for path, want := range map[string]string{
 		"/throw": "handler says no",
-		"/value": "something other than a Response",
-		"/big":   string(protocol.PartHandleAnswer),
-		"/error": "Response.error()",
+		"/value": protocol.NewNotAResponseError().Error(),
+		"/big":   protocol.NewPayloadTooLargeError(protocol.PartHandleAnswer, bigAnswer, protocol.PayloadLimit).Error(),
+		"/error": protocol.NewNetworkErrorResponseError().Error(),
 	} {
 		inv := r.Invoke(get(path))
-		if !inv.HasErr || inv.Ended || !strings.Contains(inv.Err, want) {
-			t.Fatalf("%s: %+v, want a rejection containing %q", path, inv, want)
+		if !inv.HasErr || inv.Ended || inv.Err != want {
+			t.Fatalf("%s: %+v, want the rejection %q", path, inv, want)
 		}
 	}
 	inv := r.Invoke(protocol.OutboundRequest{Method: "POST", URL: "https://h.test/ok", Body: []byte("hi")})
