@@ -139,14 +139,23 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	defer t.m.inFlight.WithLabelValues(t.name).Dec()
 
 	r := *req // the caller's request is not ours to change
+	// outer is the id this gateway granted, known once the backend answered
+	// (granted closes then).
+	var outer string
 	if req.RetainHandles {
+		granted := make(chan struct{})
+		defer close(granted)
 		// The pin goes when the backend closes the handles itself (the
 		// idle bound, a crash), not only on the next call that finds them
-		// gone. Backends that cannot tell never call this.
-		r.HandlesClosed = func(inner string) {
-			t.routes.pins.dropInner(inner)
+		// gone, and the caller hears of it under the id it was given.
+		r.HandlesClosed = func(string) {
+			<-granted
+			if outer == "" {
+				return
+			}
+			t.routes.pins.drop(outer)
 			if req.HandlesClosed != nil {
-				req.HandlesClosed(inner)
+				req.HandlesClosed(outer)
 			}
 		}
 	}
@@ -204,6 +213,7 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if res.ExecutionID != "" {
 		out := *res
 		out.ExecutionID = t.routes.grant(m, t.name, res.ExecutionID, set.policy.MaxHandles)
+		outer = out.ExecutionID
 		return &out, nil
 	}
 	return res, nil

@@ -80,6 +80,13 @@ func SessionOptions(base capnweb.Options) capnweb.Options {
 	return base
 }
 
+// Kept is how many retained executions hold a duplicated outbound stub.
+func (s *Server) Kept() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.kept)
+}
+
 // Close releases every kept outbound stub. It does not close the executor.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -199,6 +206,12 @@ func (s *Server) execute(ctx context.Context, args []any) (any, error) {
 	}
 	mode, _ := arg(args, 4).(string)
 	var kept *capnweb.Stub
+	// granted is closed once execute knows the id it keeps the stub under
+	// (grantedID, "" when none), so that a close that comes first still
+	// finds the entry.
+	granted := make(chan struct{})
+	var grantedID string
+	defer close(granted)
 	switch protocol.OutboundMode(mode) {
 	case protocol.OutboundNative:
 	case protocol.OutboundDisabled:
@@ -216,8 +229,13 @@ func (s *Server) execute(ctx context.Context, args []any) (any, error) {
 			// the session.)
 			dup := st.Dup()
 			kept, st = dup, dup
-			req.HandlesClosed = func(id string) {
-				s.drop(id, dup)
+			req.HandlesClosed = func(string) {
+				// The table is keyed by the id this server answered with,
+				// whatever id the executor names.
+				<-granted
+				if grantedID != "" {
+					s.drop(grantedID, dup)
+				}
 				dup.Release()
 			}
 		}
@@ -245,6 +263,7 @@ func (s *Server) execute(ctx context.Context, args []any) (any, error) {
 	if kept != nil {
 		if res.ExecutionID != "" {
 			s.keep(res.ExecutionID, kept)
+			grantedID = res.ExecutionID
 		} else {
 			kept.Release()
 		}
