@@ -52,26 +52,25 @@ func (l *testLoop) HostWait() func() {
 	l.waits++
 	l.opened++
 	l.maxWaits = max(l.maxWaits, l.waits)
-	closed := false
-	return func() {
-		if closed {
-			panic("host wait closed twice")
-		}
-		closed = true
-		l.waits--
-	}
+	return closeOnce("host wait", &l.waits)
 }
 
 func (l *testLoop) GuestWork() func() {
 	l.guest++
 	l.guestRan++
+	return closeOnce("guest work", &l.guest)
+}
+
+// closeOnce returns the done function of one open wait counted in open: it
+// takes the wait off, and panics when called twice.
+func closeOnce(what string, open *int) func() {
 	closed := false
 	return func() {
 		if closed {
-			panic("guest work closed twice")
+			panic(what + " closed twice")
 		}
 		closed = true
-		l.guest--
+		*open--
 	}
 }
 
