@@ -6,33 +6,56 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// AdminHandler serves the operator's endpoints, for a listener of their
-// own: /metrics (Prometheus), /healthz (the process is up) and /readyz
-// (not draining, and every backend group has a usable member).
-func (g *Gateway) AdminHandler() http.Handler {
+// AdminEndpoints are what one admin listener serves. A gateway and an
+// executor server both build theirs with NewAdminHandler, so the routes,
+// their texts and whatever guards them are the same for both.
+type AdminEndpoints struct {
+	// Registry is served at GET /metrics.
+	Registry *prometheus.Registry
+	// NotReady says why GET /readyz fails; "" when the process can serve.
+	NotReady func() string
+	// Reload re-reads the configuration at POST /reload; nil serves no
+	// such route.
+	Reload func() error
+}
+
+// NewAdminHandler serves the operator's endpoints, for a listener of their
+// own: /metrics (Prometheus), /healthz (the process is up), /readyz (it
+// can serve) and, where there is a configuration to re-read, POST /reload.
+func NewAdminHandler(a AdminEndpoints) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
-		if err := g.reloadFromFile(); err != nil {
-			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
-			return
-		}
-		fmt.Fprintln(w, "reloaded")
-	})
+	if a.Reload != nil {
+		mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
+			if err := a.Reload(); err != nil {
+				http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+				return
+			}
+			fmt.Fprintln(w, "reloaded")
+		})
+	}
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if reason := g.notReady(); reason != "" {
+		if reason := a.NotReady(); reason != "" {
 			http.Error(w, reason, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
+}
+
+// AdminHandler serves the gateway's operator endpoints (NewAdminHandler):
+// /readyz passes when it is not draining and every backend group whose
+// readiness is required has a usable member.
+func (g *Gateway) AdminHandler() http.Handler {
+	return NewAdminHandler(AdminEndpoints{Registry: g.metrics.reg, NotReady: g.notReady, Reload: g.reloadFromFile})
 }
 
 func (g *Gateway) notReady() string {

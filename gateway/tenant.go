@@ -201,7 +201,7 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if m != nil {
 		member = m.name
 	}
-	t.log.Info("execution", "request", requestID(), "backend", member, "outcome", oc, "wall", wall, "retained", err == nil && res.ExecutionID != "")
+	logExecution(t.log, member, oc, wall, err == nil && res.ExecutionID != "")
 	if err != nil {
 		return nil, err
 	}

@@ -140,3 +140,17 @@ func TestRunProgram(t *testing.T) {
 		t.Errorf("empty program: %d %q", code, errOut)
 	}
 }
+
+// `serve --executor-server -h` says what the executor server is, then
+// lists its flags, --admin-listen among them.
+func TestExecutorServerHelp(t *testing.T) {
+	code, _, errOut := runCmd("serve", "--executor-server", "-h")
+	head, flags, ok := strings.Cut(errOut, "\nflags:\n")
+	if code != 2 || !ok || head+"\nflags:\n" != executorServerUsage {
+		t.Fatalf("-h: %d\n%s", code, errOut)
+	}
+	want := "  -admin-listen string\n    \taddress of the admin listener (/healthz, /readyz, /metrics); keep it off the callers' network (default: none)"
+	if first := strings.SplitN(flags, "\n", 3); len(first) < 2 || first[0]+"\n"+first[1] != want {
+		t.Fatalf("the first flag listed is not --admin-listen:\n%s", flags)
+	}
+}
