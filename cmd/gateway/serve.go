@@ -115,15 +115,22 @@ func serve(args []string, stdout, stderr io.Writer) int {
 }
 
 // reload runs `gateway reload`: it asks a running gateway, through its
-// admin listener, to re-read its configuration file (as SIGHUP does).
+// admin listener, to re-read its configuration file (as SIGHUP does). The
+// listener is --admin, else admin.listen of --config.
 func reload(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gateway reload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "http://127.0.0.1:9090", "the gateway's admin listener")
+	cfgPath := fs.String("config", "config.yaml", "the configuration file of the gateway to reload: its admin.listen is the address")
+	admin := fs.String("admin", "", "the gateway's admin listener, host:port or a URL; overrides the configuration's")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	resp, err := http.Post(strings.TrimRight(*admin, "/")+"/reload", "text/plain", nil)
+	target, err := reloadURL(*admin, *cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway reload:", err)
+		return 2
+	}
+	resp, err := http.Post(target, "text/plain", nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 1
@@ -136,6 +143,41 @@ func reload(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprint(stdout, string(body))
 	return 0
+}
+
+// reloadURL is where `gateway reload` posts: the admin address given, or
+// the one the configuration file names. An address without a scheme is
+// http (https when the file gives the admin listener TLS); a wildcard
+// host is reached on loopback.
+func reloadURL(admin, cfgPath string) (string, error) {
+	scheme := "http"
+	if admin == "" {
+		a, err := config.ReadAdmin(cfgPath)
+		if err != nil {
+			return "", err
+		}
+		if a.Listen == "" {
+			return "", fmt.Errorf("%s sets no admin.listen, so its gateway has no admin listener to ask (unless started with --admin-listen: give that address as --admin); send it SIGHUP instead", cfgPath)
+		}
+		admin = a.Listen
+		if a.TLS != nil {
+			scheme = "https"
+		}
+	}
+	if !strings.Contains(admin, "://") {
+		host, port, err := net.SplitHostPort(admin)
+		if err != nil {
+			return "", fmt.Errorf("admin address %q is neither host:port nor a URL", admin)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "127.0.0.1"
+			if ip != nil && ip.To4() == nil {
+				host = "::1"
+			}
+		}
+		admin = scheme + "://" + net.JoinHostPort(host, port)
+	}
+	return strings.TrimRight(admin, "/") + "/reload", nil
 }
 
 // serveAdmin serves an admin handler on addr, in the background, and

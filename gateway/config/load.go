@@ -85,6 +85,27 @@ func LoadWith(path string, getenv Getenv) (*Config, error) {
 	return Parse(path, data, getenv)
 }
 
+// ReadAdmin reads only the admin section of the file at path, for a
+// command that talks to the gateway serving it (`gateway reload`): the
+// rest of the file, and the secrets it names, need not be valid where the
+// command runs.
+func ReadAdmin(path string) (Admin, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Admin{}, fmt.Errorf("reading the configuration: %w", err)
+	}
+	if len(data) > maxConfigBytes {
+		return Admin{}, fmt.Errorf("%s: the file is larger than %d bytes; is it the right file?", path, maxConfigBytes)
+	}
+	var c struct {
+		Admin Admin `yaml:"admin"`
+	}
+	if err := decodeWith(data, &c); err != nil {
+		return Admin{}, decodeProblem(path, err)
+	}
+	return c.Admin, nil
+}
+
 // Parse decodes and validates data, naming it file in every problem. Local
 // groups are checked with the defaults of this machine's CPUs.
 func Parse(file string, data []byte, getenv Getenv) (*Config, error) {
@@ -111,12 +132,16 @@ func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error)
 // The decoder panics on some malformed documents (found by fuzzing); that
 // becomes an error, never a crash of `gateway serve` or a reload.
 func decode(data []byte, cfg *Config) (err error) {
+	return decodeWith(data, cfg, yaml.DisallowUnknownField(), yaml.Strict())
+}
+
+func decodeWith(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("[0:0] the YAML decoder could not read this document (%v); check its indentation and tags", r)
 		}
 	}()
-	return yaml.UnmarshalWithOptions(data, cfg, yaml.DisallowUnknownField(), yaml.Strict())
+	return yaml.UnmarshalWithOptions(data, v, opts...)
 }
 
 // decodeProblem turns a decoding error into a Problem at its line, with the
