@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,24 +54,30 @@ func NewAdminHandler(a AdminEndpoints) http.Handler {
 }
 
 // AdminHandler serves the gateway's operator endpoints (NewAdminHandler):
-// /readyz passes when it is not draining and every backend group whose
-// readiness is required has a usable member.
+// /readyz passes unless notReady says why not.
 func (g *Gateway) AdminHandler() http.Handler {
 	return NewAdminHandler(AdminEndpoints{Registry: g.metrics.reg, NotReady: g.notReady, Reload: g.reloadFromFile})
 }
 
+// notReady says why the replica cannot serve: it is draining, a group
+// whose readiness is required has no usable member, or no group has one.
+// A group that is down but optional leaves the replica serving the tenants
+// of the others.
 func (g *Gateway) notReady() string {
 	if g.draining.Load() {
 		return "draining"
 	}
-	for _, grp := range g.groups {
-		usable := false
-		for _, m := range grp.members {
-			usable = usable || m.healthy.Load()
+	any := false
+	for _, name := range slices.Sorted(maps.Keys(g.groups)) {
+		grp := g.groups[name]
+		usable := grp.usable()
+		any = any || usable
+		if !usable && grp.required {
+			return fmt.Sprintf("backend %s has no healthy member, and its readiness is required", name)
 		}
-		if !usable {
-			return fmt.Sprintf("backend %s has no healthy member", grp.name)
-		}
+	}
+	if !any {
+		return "no backend group has a healthy member"
 	}
 	return ""
 }

@@ -38,12 +38,14 @@ type group struct {
 	// defaultTimeoutMs is the run bound the group gives a request that
 	// sets none.
 	defaultTimeoutMs int64
-	stop             context.CancelFunc
+	// required: the replica is not ready while no member is usable.
+	required bool
+	stop     context.CancelFunc
 	wg               sync.WaitGroup
 }
 
 func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares func(tenant string) local.Share) (*group, error) {
-	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout}
+	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout, required: b.Readiness == config.ReadinessRequired}
 	switch b.Type {
 	case "local":
 		s := b.Local.Settings(runtime.NumCPU())
@@ -154,6 +156,16 @@ func (g *group) checkHealth(ctx context.Context, timeout time.Duration) {
 		}()
 	}
 	wg.Wait()
+}
+
+// usable: some member passes its health check.
+func (g *group) usable() bool {
+	for _, m := range g.members {
+		if m.healthy.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // candidates lists the healthy members, fewest executions in flight first.

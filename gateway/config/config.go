@@ -90,10 +90,24 @@ type Backend struct {
 	Name string `yaml:"name"`
 	// Type is "local" (the embedded goja pool) or "remote" (executor
 	// servers).
-	Type   string         `yaml:"type"`
-	Local  *LocalBackend  `yaml:"local"`
-	Remote *RemoteBackend `yaml:"remote"`
+	Type string `yaml:"type"`
+	// Readiness says whether the group gates the replica's /readyz:
+	// "required" (the replica is not ready while the group has no usable
+	// member) or "optional" (the default: it is not). A replica with no
+	// usable group at all is never ready.
+	Readiness Readiness      `yaml:"readiness"`
+	Local     *LocalBackend  `yaml:"local"`
+	Remote    *RemoteBackend `yaml:"remote"`
 }
+
+// Readiness is a backend group's part in its replica's readiness.
+type Readiness string
+
+// The values of Backend.Readiness.
+const (
+	ReadinessRequired Readiness = "required"
+	ReadinessOptional Readiness = "optional"
+)
 
 // LocalBackend configures the embedded pool of worker processes. Every zero
 // field takes the local backend's default (see LocalDefaults).

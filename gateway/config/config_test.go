@@ -273,3 +273,23 @@ func TestPolicyAndLocalKeyProblems(t *testing.T) {
 		t.Errorf("the deprecated keys: %s", strings.Join(got, "\n"))
 	}
 }
+
+// readiness is required or optional, optional when left out.
+func TestBackendReadiness(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte(good), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Backends[0].Readiness; r != ReadinessOptional {
+		t.Fatalf("default readiness %q, want optional", r)
+	}
+	src := strings.Replace(good, "    type: local\n", "    type: local\n    readiness: required\n", 1)
+	if cfg, err := Parse("c.yaml", []byte(src), noEnv); err != nil || cfg.Backends[0].Readiness != ReadinessRequired {
+		t.Fatalf("readiness: required gave %v", err)
+	}
+	src = strings.Replace(good, "    type: local\n", "    type: local\n    readiness: mandatory\n", 1)
+	want := `c.yaml:5: backends[0].readiness: "mandatory" is not a readiness; use required (the group gates /readyz) or optional (the default: it does not)`
+	if got := problems(t, src, 2); len(got) != 1 || got[0] != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+	}
+}

@@ -191,6 +191,9 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Backends {
 		b := &c.Backends[i]
+		if b.Readiness == "" {
+			b.Readiness = ReadinessOptional
+		}
 		if b.Type == "local" && b.Local == nil {
 			b.Local = &LocalBackend{}
 		}

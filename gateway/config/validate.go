@@ -222,6 +222,11 @@ func (v *validator) limits(l Limits) {
 }
 
 func (v *validator) backend(path string, b *Backend) {
+	switch b.Readiness {
+	case ReadinessRequired, ReadinessOptional:
+	default:
+		v.add(path+".readiness", "%q is not a readiness; use required (the group gates /readyz) or optional (the default: it does not)", b.Readiness)
+	}
 	switch b.Type {
 	case "local":
 		if b.Remote != nil {
