@@ -27,6 +27,37 @@ type member struct {
 	inFlight atomic.Int64
 	healthy  atomic.Bool
 	log      *slog.Logger
+	// remote: the member is an executor server, whose address a tenant
+	// must never read.
+	remote bool
+}
+
+// The texts a tenant reads when a remote member's connection failed: the
+// fault's own text names the executor server's URL and the addresses
+// under it, which stay in the operator's log.
+const (
+	unreachableText = "The executor server behind this gateway could not be reached, so the call did not start. The gateway's operator has the details in its log."
+	brokenText      = "The connection to the executor server behind this gateway broke during the call, so its outcome is unknown. The gateway's operator has the details in its log."
+)
+
+// forTenant is err as a tenant may read it: a remote member's connection
+// fault keeps its code and gets a text without addresses; the original
+// goes to the log with the member's URL.
+func (m *member) forTenant(err error) error {
+	if err == nil || !m.remote {
+		return err
+	}
+	var text string
+	switch protocol.CodeOf(err) {
+	case protocol.CodeConnectionRejected:
+		text = unreachableText
+	case protocol.CodeConnectionBroken:
+		text = brokenText
+	default:
+		return err
+	}
+	m.log.Warn("executor server call failed; the tenant was told without its address", "error", err)
+	return protocol.NewFault(protocol.CodeOf(err), text)
 }
 
 // group is a named backend group.
@@ -41,7 +72,7 @@ type group struct {
 	// required: the replica is not ready while no member is usable.
 	required bool
 	stop     context.CancelFunc
-	wg               sync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares func(tenant string) local.Share) (*group, error) {
@@ -82,9 +113,10 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares f
 			}
 			name := fmt.Sprintf("%s/%d", b.Name, i)
 			m := &member{
-				name: name,
-				exec: remote.New(rm.URL, remote.Options{Header: h, DialTimeout: b.Remote.DialTimeout.Std()}),
-				log:  log.With("backend", b.Name, "member", i, "url", rm.URL),
+				name:   name,
+				exec:   remote.New(rm.URL, remote.Options{Header: h, DialTimeout: b.Remote.DialTimeout.Std()}),
+				log:    log.With("backend", b.Name, "member", i, "url", rm.URL),
+				remote: true,
 			}
 			g.members = append(g.members, m)
 		}
@@ -199,6 +231,7 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest) (*pro
 		m.inFlight.Add(1)
 		res, err := m.exec.Execute(ctx, req)
 		m.inFlight.Add(-1)
+		err = m.forTenant(err)
 		switch protocol.CodeOf(err) {
 		case protocol.CodeQueueOverflow:
 			lastErr = err

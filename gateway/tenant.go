@@ -242,6 +242,7 @@ func (t *tenant) InvokeHandle(ctx context.Context, id, handle string, req protoc
 		return protocol.OutboundResponse{}, protocol.NewHandlesClosedError(id)
 	}
 	resp, err := p.member.exec.InvokeHandle(ctx, p.inner, handle, req)
+	err = p.member.forTenant(err)
 	if executorapi.EndsHandles(err) {
 		t.routes.pins.drop(id)
 	}
@@ -254,7 +255,7 @@ func (t *tenant) CloseHandles(ctx context.Context, id string) error {
 	if !ok {
 		return protocol.NewHandlesClosedError(id)
 	}
-	err := p.member.exec.CloseHandles(ctx, p.inner)
+	err := p.member.forTenant(p.member.exec.CloseHandles(ctx, p.inner))
 	if err == nil || protocol.CodeOf(err) == protocol.CodeHandlesClosed {
 		t.routes.pins.drop(id)
 	}
