@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/remote"
-	"github.com/supolka/codemode-gateway/gateway"
-	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 	"github.com/supolka/codemode-gateway/protocol/executortest"
@@ -40,16 +37,7 @@ tenants:
 routes:
   - {path: /v1/executor, kind: executor}
 `, strings.Join(list, ", "), hash)
-	cfg, err := config.Parse("a.yaml", []byte(src), noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(gw.Handler())
-	t.Cleanup(func() { hs.Close(); gw.Close() })
+	_, hs, _ := serveConfig(t, src, logs)
 	ex, err := remote.Dial(testCtx(t), wsURL(hs.URL)+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
 	if err != nil {
 		t.Fatal(err)

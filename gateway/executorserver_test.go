@@ -2,9 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"sync"
@@ -54,15 +52,7 @@ func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
 
 	admin := httptest.NewServer(srv.AdminHandler())
 	defer admin.Close()
-	readyz := func() (int, string) {
-		resp, err := http.Get(admin.URL + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	readyz := func() (int, string) { return getText(t, admin.URL+"/readyz") }
 	if code, body := readyz(); code != 200 || body != "ready\n" {
 		t.Fatalf("/readyz: %d %q", code, body)
 	}

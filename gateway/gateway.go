@@ -15,7 +15,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path"
 	"reflect"
 	"slices"
 	"strings"
@@ -306,6 +305,7 @@ type pathRoutes struct {
 type route struct {
 	cfg      config.Route
 	tenants  map[string]bool // nil: every tenant
+	origins  []config.OriginPattern
 	upstream *httputil.ReverseProxy
 }
 
@@ -321,6 +321,13 @@ func (g *Gateway) routes(st *state) (chi.Router, error) {
 			order = append(order, rc.Path)
 		}
 		rt := &route{cfg: rc}
+		for _, o := range rc.AllowedOrigins {
+			p, err := config.ParseOrigin(o)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: allowedOrigins: %w", rc.Path, err)
+			}
+			rt.origins = append(rt.origins, p)
+		}
 		if len(rc.Tenants) > 0 {
 			rt.tenants = map[string]bool{}
 			for _, t := range rc.Tenants {
@@ -405,8 +412,9 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		http.Error(w, fmt.Sprintf("tenant %q may not use this route", id.Tenant), http.StatusForbidden)
 		return
 	}
-	if !originAllowed(req, rt.cfg.AllowedOrigins) {
+	if !originAllowed(req, rt.origins) {
 		g.metrics.authFailures.WithLabelValues("forbidden").Inc()
+		g.log.Info("origin refused on route", "route", rt.cfg.Path, "kind", rt.cfg.Kind, "subprotocol", proto, "path", req.URL.Path, "origin", req.Header.Get("Origin"), "tenant", id.Tenant)
 		http.Error(w, "this origin may not use this route", http.StatusForbidden)
 		return
 	}
@@ -478,7 +486,7 @@ func newProxy(up *url.URL) *httputil.ReverseProxy {
 
 // originAllowed: a request without an Origin (not a browser) and a
 // same-host origin pass; any other origin must match a pattern.
-func originAllowed(req *http.Request, patterns []string) bool {
+func originAllowed(req *http.Request, patterns []config.OriginPattern) bool {
 	o := req.Header.Get("Origin")
 	if o == "" {
 		return true
@@ -490,10 +498,7 @@ func originAllowed(req *http.Request, patterns []string) bool {
 	if strings.EqualFold(u.Host, req.Host) {
 		return true
 	}
-	return slices.ContainsFunc(patterns, func(p string) bool {
-		ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host))
-		return ok
-	})
+	return slices.ContainsFunc(patterns, func(p config.OriginPattern) bool { return p.Matches(u.Scheme, u.Host) })
 }
 
 // authReason is safe to log: it never holds the credential.

@@ -18,6 +18,40 @@ import (
 
 func noEnv(string) string { return "" }
 
+// serveConfig runs a gateway of the configuration text src, logging into
+// logs (nil: nowhere), and returns it with its HTTP and admin servers,
+// all closed when the test ends.
+func serveConfig(t *testing.T, src string, logs io.Writer) (gw *gateway.Gateway, hs, admin *httptest.Server) {
+	t.Helper()
+	if logs == nil {
+		logs = io.Discard
+	}
+	cfg, err := config.Parse("test.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err = gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs = httptest.NewServer(gw.Handler())
+	admin = httptest.NewServer(gw.AdminHandler())
+	t.Cleanup(func() { hs.Close(); admin.Close(); gw.Close() })
+	return gw, hs, admin
+}
+
+// getText GETs url and returns the status and body.
+func getText(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // deadURL is a ws:// address on loopback where nothing listens.
 func deadURL(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -63,26 +97,9 @@ tenants:
 routes:
   - {path: /v1/executor, kind: executor}
 `, c.localReadiness, c.farReadiness, far, hash)
-			cfg, err := config.Parse("r.yaml", []byte(src), noEnv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gw, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := httptest.NewServer(gw.Handler())
-			admin := httptest.NewServer(gw.AdminHandler())
-			defer func() { hs.Close(); admin.Close(); gw.Close() }()
-
-			resp, err := http.Get(admin.URL + "/readyz")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != c.code || string(body) != c.body {
-				t.Fatalf("/readyz: %d %q, want %d %q", resp.StatusCode, body, c.code, c.body)
+			_, hs, admin := serveConfig(t, src, nil)
+			if code, body := getText(t, admin.URL+"/readyz"); code != c.code || body != c.body {
+				t.Fatalf("/readyz: %d %q, want %d %q", code, body, c.code, c.body)
 			}
 			ex, err := remote.Dial(testCtx(t), wsURL(hs.URL)+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
 			if err != nil {
@@ -110,23 +127,8 @@ tenants:
 routes:
   - {path: /v1/executor, kind: executor}
 `, deadURL(t))
-	cfg, err := config.Parse("r.yaml", []byte(src), noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := httptest.NewServer(gw.AdminHandler())
-	defer func() { admin.Close(); gw.Close() }()
-	resp, err := http.Get(admin.URL + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || string(body) != "no backend group has a healthy member\n" {
-		t.Fatalf("/readyz: %d %q", resp.StatusCode, body)
+	_, _, admin := serveConfig(t, src, nil)
+	if code, body := getText(t, admin.URL+"/readyz"); code != 503 || body != "no backend group has a healthy member\n" {
+		t.Fatalf("/readyz: %d %q", code, body)
 	}
 }

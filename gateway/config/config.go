@@ -309,9 +309,11 @@ type Route struct {
 	Subprotocols []string `yaml:"subprotocols"`
 	// Tenants that may use it; empty means every tenant.
 	Tenants []string `yaml:"tenants"`
-	// AllowedOrigins are the Origin host patterns a browser may connect
-	// from ("app.example.com", "*.example.com"). Empty allows requests
-	// without an Origin and same-host origins only.
+	// AllowedOrigins are the origins a browser may connect from: host
+	// patterns ("app.example.com", "*.example.com"), any scheme, or
+	// origins as browsers send them ("http://127.0.0.1:8000"), scheme
+	// compared (see OriginPattern). Empty allows requests without an
+	// Origin and same-host origins only.
 	AllowedOrigins []string `yaml:"allowedOrigins"`
 	// MaxMessageBytes bounds one WebSocket message. Default: the operator
 	// limit.

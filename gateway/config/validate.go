@@ -412,6 +412,11 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 			v.add(sp, "%q starts with %q, which marks a credential and is never selected", p, auth.SubprotocolPrefix)
 		}
 	}
+	for j, o := range r.AllowedOrigins {
+		if _, err := ParseOrigin(o); err != nil {
+			v.add(fmt.Sprintf("%s.allowedOrigins[%d]", path, j), "%v", err)
+		}
+	}
 	for j, t := range r.Tenants {
 		if !tenants[t] {
 			v.add(fmt.Sprintf("%s.tenants[%d]", path, j), "no tenant is named %q", t)
