@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -199,13 +200,15 @@ func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
 	}
 	// A file the gateway would refuse is refused through reload too.
 	os.WriteFile(path, append(withAdmin, []byte("bogus: 1\n")...), 0o600)
-	if code, _, errOut := runCmd("reload", "--config", path); code != 1 || !strings.HasPrefix(errOut, "gateway reload: refused; the running configuration stays:\n") {
-		t.Fatalf("reload of a bad file: %d %q", code, errOut)
+	want := fmt.Sprintf("gateway reload: refused; the running configuration stays:\n%s:%d: bogus: unknown key; the keys here are: listen, tls, admin, log, drainTimeout, limits, backends, jwt, tenants, routes, pins, executionIds\n",
+		path, bytes.Count(withAdmin, []byte("\n"))+1)
+	if code, _, errOut := runCmd("reload", "--config", path); code != 1 || errOut != want {
+		t.Fatalf("reload of a bad file: %d\n%q\nwant\n%q", code, errOut, want)
 	}
 	// No admin listener named: no guess at an address.
 	bare := filepath.Join(t.TempDir(), "bare.yaml")
 	os.WriteFile(bare, bytes.Replace(src, []byte("  listen: 127.0.0.1:9090\n"), nil, 1), 0o600)
-	want := "gateway reload: " + bare + " sets no admin.listen, so its gateway has no admin listener to ask (unless started with --admin-listen: give that address as --admin); send it SIGHUP instead\n"
+	want = "gateway reload: " + bare + " sets no admin.listen, so its gateway has no admin listener to ask (unless started with --admin-listen: give that address as --admin); send it SIGHUP instead\n"
 	if code, _, errOut := runCmd("reload", "--config", bare); code != 2 || errOut != want {
 		t.Fatalf("reload without an admin listener: %d\n%q\nwant\n%q", code, errOut, want)
 	}

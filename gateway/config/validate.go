@@ -17,8 +17,9 @@ import (
 )
 
 type validator struct {
-	file   string
-	src    []byte
+	file string
+	// lines are the lines of the file's key paths, from the decoder.
+	lines  map[string]int
 	getenv Getenv
 	// numCPU is the machine's, for the local backend's defaults.
 	numCPU int
@@ -29,7 +30,7 @@ type validator struct {
 }
 
 func (v *validator) add(path, format string, args ...any) {
-	v.problems = append(v.problems, &Problem{File: v.file, Line: lineOf(v.src, path), Path: path, Msg: fmt.Sprintf(format, args...)})
+	v.problems = append(v.problems, &Problem{File: v.file, Line: lineOf(v.lines, path), Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
 // namePattern is what tenant and backend names may be: they appear in logs,
