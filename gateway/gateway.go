@@ -96,14 +96,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(idKey), members: map[string]*member{}}
 	g.base, g.cancel = context.WithCancel(context.Background())
 	for _, b := range cfg.Backends {
-		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf)
+		nameOf := func(url string) string { return g.handles.ids.memberName(b.Name, url) }
+		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf, nameOf)
 		if err != nil {
 			g.Close()
 			return nil, err
 		}
 		g.groups[b.Name] = grp
-		for _, m := range grp.members {
-			g.handles.members[m.name] = m
+		for _, m := range grp.current() {
+			g.handles.addMember(m)
 		}
 	}
 	g.metrics = newMetrics(g)
@@ -185,9 +186,10 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 // Reload serves cfg from now on: tenants, keys, JWT settings, policies and
 // routes change without dropping open connections (they keep serving the
 // tenant they authenticated as); a revoked key is refused on new
-// connections. What runs underneath (listeners, backend groups, the pin
-// table, the id key) changes only on a restart, so a cfg that changes it is
-// refused and the running configuration stays.
+// connections. The members of a remote group change too (applyMembers).
+// What else runs underneath (listeners, backend groups, the pin table, the
+// id key) changes only on a restart, so a cfg that changes it is refused
+// and the running configuration stays.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	cur := g.state.Load().cfg
 	for _, c := range []struct {
@@ -198,7 +200,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		{"whether the listener uses TLS", cur.TLS == nil, cfg.TLS == nil},
 		{"admin.listen", cur.Admin.Listen, cfg.Admin.Listen},
 		{"whether the admin listener uses TLS", cur.Admin.TLS == nil, cfg.Admin.TLS == nil},
-		{"backends", cur.Backends, cfg.Backends},
+		{"backends (other than the members of a remote group)", withoutMembers(cur.Backends), withoutMembers(cfg.Backends)},
 		{"pins", cur.Pins, cfg.Pins},
 		{"executionIds", cur.ExecutionIDs, cfg.ExecutionIDs},
 	} {
@@ -210,6 +212,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	g.applyMembers(cfg)
 	g.state.Store(st)
 	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes))
 	return nil

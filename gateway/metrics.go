@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"log/slog"
 	"strings"
@@ -118,7 +119,7 @@ func logExecution(log *slog.Logger, backend, outcome string, wall time.Duration,
 // localPools lists the gateway's local backends by group name.
 func (g *Gateway) localPools(yield func(string, *local.Executor) bool) {
 	for _, grp := range g.groups {
-		for _, m := range grp.members {
+		for _, m := range grp.current() {
 			if pool, ok := m.exec.(*local.Executor); ok && !yield(grp.name, pool) {
 				return
 			}
@@ -200,12 +201,18 @@ func (h *healthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
 
 func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, grp := range h.g.groups {
-		for _, m := range grp.members {
+		for i, m := range grp.current() {
 			v := 0.0
 			if m.healthy.Load() {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, v, grp.name, m.name)
+			// A remote member is labelled by its place in the group's
+			// list, as the operator wrote it; its name is for ids.
+			label := m.name
+			if m.remote {
+				label = fmt.Sprintf("%s/%d", grp.name, i)
+			}
+			ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, v, grp.name, label)
 		}
 	}
 }

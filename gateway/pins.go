@@ -129,6 +129,18 @@ func (ps *pins) closeAll() int {
 	return len(all)
 }
 
+// holds reports whether a pin names m.
+func (ps *pins) holds(m *member) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, id := range ps.all.Keys() {
+		if p, _ := ps.all.Peek(id); p.member == m {
+			return true
+		}
+	}
+	return false
+}
+
 // dropInner forgets the pin of a backend's executionId, when the backend
 // closed its handles on its own.
 func (ps *pins) dropInner(inner string) {

@@ -199,7 +199,7 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	}
 	member := ""
 	if m != nil {
-		member = m.name
+		member = m.label
 	}
 	logExecution(t.log, member, oc, wall, err == nil && res.ExecutionID != "")
 	if err != nil {

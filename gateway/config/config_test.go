@@ -304,3 +304,12 @@ func TestBackendReadiness(t *testing.T) {
 		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
 }
+
+// A remote group lists each executor server once: the URL names the member.
+func TestRemoteMembersListedOnce(t *testing.T) {
+	src := strings.Replace(good, "tenants:\n", "  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\n        - url: ws://127.0.0.1:9/\ntenants:\n", 1)
+	want := `c.yaml:10: backends[1].remote.members[1].url: "ws://127.0.0.1:9/" is already members[0]; list each executor server once`
+	if got := problems(t, src, 2); len(got) != 1 || got[0] != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+	}
+}

@@ -286,11 +286,16 @@ func (v *validator) backend(path string, b *Backend) {
 			v.add(path+".remote.members", "a remote backend needs at least one member {url: ws://host:port/}")
 			return
 		}
+		urls := map[string]int{}
 		for j, m := range b.Remote.Members {
 			mp := fmt.Sprintf("%s.remote.members[%d]", path, j)
 			u, err := url.Parse(m.URL)
 			if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 				v.add(mp+".url", "%q is not a ws:// or wss:// URL of an executor server", m.URL)
+			} else if other, dup := urls[m.URL]; dup {
+				v.add(mp+".url", "%q is already members[%d]; list each executor server once", m.URL, other)
+			} else {
+				urls[m.URL] = j
 			}
 			if m.KeyEnv != "" && v.getenv(m.KeyEnv) == "" {
 				v.add(mp+".keyEnv", "environment variable %s is not set; it must hold the bearer key for this executor server", m.KeyEnv)
