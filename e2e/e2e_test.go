@@ -129,6 +129,18 @@ func startExecutorServerWithAdmin(t *testing.T, args ...string) (*process, strin
 	return p, admin
 }
 
+// dialWithKey connects to an ExecutorApi at url (ws://) with a bearer key;
+// the connection closes when the test ends.
+func dialWithKey(ctx context.Context, t *testing.T, url, key string) *remote.Executor {
+	t.Helper()
+	ex, err := remote.Dial(ctx, url, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return ex
+}
+
 // kill ends the server and its worker processes at once.
 func (p *process) kill() {
 	if p.cmd.Process != nil {

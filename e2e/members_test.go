@@ -3,13 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -53,27 +51,29 @@ routes:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ex, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(gw.url, "http")+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
+	ex := dialWithKey(ctx, t, "ws"+strings.TrimPrefix(gw.url, "http")+"/v1/executor", key)
 
 	// On A: a retained handle, and an execution held on a tool call.
 	grant, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => { let n = 0; return (req) => new Response("A" + (++n)) }`, RetainHandles: true})
 	if err != nil || grant.ExecutionID == "" {
 		t.Fatalf("no grant: %+v, %v", grant, err)
 	}
-	release, called := make(chan struct{}), make(chan struct{}, 1)
-	hold := func(ctx context.Context, _, _, _ string) (string, error) {
-		called <- struct{}{}
-		select {
-		case <-release:
-			return `{"result":"released"}`, nil
-		case <-ctx.Done():
-			return "", ctx.Err()
+	// holdUntil is a tool that says it was called, then answers value once
+	// release is closed.
+	called := make(chan struct{}, 1)
+	holdUntil := func(release chan struct{}, value string) protocol.DispatchFunc {
+		return func(ctx context.Context, _, _, _ string) (string, error) {
+			called <- struct{}{}
+			select {
+			case <-release:
+				return `{"result":"` + value + `"}`, nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
 		}
 	}
+	release := make(chan struct{})
+	hold := holdUntil(release, "released")
 	held := make(chan *protocol.ExecuteResult, 1)
 	go func() {
 		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => await s.wait()`,
@@ -120,15 +120,7 @@ routes:
 		return strings.Contains(body, `codemode_backend_healthy{backend="pool",member="pool/1"} 1`)
 	}, "A to pass its health check again")
 	release2 := make(chan struct{})
-	hold2 := func(ctx context.Context, _, _, _ string) (string, error) {
-		called <- struct{}{}
-		select {
-		case <-release2:
-			return `{"result":"ok"}`, nil
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
+	hold2 := holdUntil(release2, "ok")
 	done := make(chan error, 1)
 	go func() {
 		_, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => await s.wait()`,

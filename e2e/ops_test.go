@@ -436,11 +436,7 @@ func TestExecutorServerAdminEndpoints(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ex, err := remote.Dial(ctx, srv.url, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
+	ex := dialWithKey(ctx, t, srv.url, key)
 	for _, code := range []string{"async () => 1", "async () => 2", "async () => { throw new Error('x') }"} {
 		if _, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: code}); err != nil {
 			t.Fatal(err)

@@ -37,20 +37,9 @@ routes:
 		{"http://upper.example.org", 403},
 		{"https://evil.test", 403},
 	} {
-		req, _ := http.NewRequest("GET", hs.URL+"/v1/executor", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Origin", c.origin)
-		req.Header.Set("Connection", "Upgrade")
-		req.Header.Set("Upgrade", "websocket")
-		req.Header.Set("Sec-WebSocket-Version", "13")
-		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.want {
-			t.Errorf("Origin %s: %d, want %d", c.origin, resp.StatusCode, c.want)
+		header := http.Header{"Authorization": {"Bearer " + key}, "Origin": {c.origin}}
+		if got := upgradeStatus(t, hs.URL+"/v1/executor", header); got != c.want {
+			t.Errorf("Origin %s: %d, want %d", c.origin, got, c.want)
 		}
 	}
 	refused := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg="origin refused on route" route=/v1/executor kind=executor subprotocol="" path=/v1/executor origin=(\S+) tenant=acme$`)

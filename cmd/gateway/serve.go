@@ -106,11 +106,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if err := gw.Drain(drainCtx); err != nil {
 		logger.Warn("drain ended with executions still in flight", "error", err)
 	}
-	shutdown, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancelShutdown()
-	srv.Shutdown(shutdown)
-	adminSrv.Shutdown(shutdown)
-	logger.Info("stopped")
+	shutdown(logger, 5*time.Second, srv, adminSrv)
 	return 0
 }
 
@@ -205,6 +201,16 @@ func (a *adminServer) Shutdown(ctx context.Context) {
 	if a != nil {
 		a.srv.Shutdown(ctx)
 	}
+}
+
+// shutdown stops srv and the admin listener, giving open requests up to
+// grace.
+func shutdown(logger *slog.Logger, grace time.Duration, srv *http.Server, admin *adminServer) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	srv.Shutdown(ctx)
+	admin.Shutdown(ctx)
+	logger.Info("stopped")
 }
 
 // serveUntil serves srv on ln until ctx ends (true: the caller stops it),
@@ -362,11 +368,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	exec.Stop()
 	logger.Info("stopping: open requests get up to ten seconds")
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv.Shutdown(shutdown)
-	adminSrv.Shutdown(shutdown)
-	logger.Info("stopped")
+	shutdown(logger, 10*time.Second, srv, adminSrv)
 	return 0
 }
 
