@@ -66,14 +66,14 @@ c.yaml:31: pins: must be a map of keys (size), not a list`
 	}
 }
 
-// Decoding and validation problems come together; a key that did not
-// decode gets no second problem from validation.
+// Decoding and validation problems come together, in document order; a
+// key that did not decode gets no second problem from validation.
 func TestDecodingAndValidationProblemsTogether(t *testing.T) {
 	src := strings.Replace(good, "listen: 127.0.0.1:8080\n", "listen: [1]\nlog: {level: loud}\nbackends: none\n", 1)
 	src = strings.Replace(src, "backends:\n  - name: local\n    type: local\n", "", 1)
 	want := `c.yaml:1: listen: must be a string, not a list
-c.yaml:3: backends: must be a list, not the string "none"
 c.yaml:2: log.level: "loud" is not a log level; use debug, info, warn or error
+c.yaml:3: backends: must be a list, not the string "none"
 c.yaml:6: tenants[0].backend: no backend is named "local"; declare it under backends or use one of: (none declared)`
 	if _, err := Parse("c.yaml", []byte(src), noEnv); err == nil || err.Error() != want {
 		t.Fatalf("got:\n%v\nwant:\n%s", err, want)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -133,6 +134,10 @@ func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error)
 		broken = append(broken, p.Path)
 	}
 	all := append(decoded, slices.DeleteFunc(v.problems, func(p *Problem) bool { return underAny(p.Path, broken) })...)
+	// In document order; the problems of the whole file (no line) last.
+	slices.SortStableFunc(all, func(a, b *Problem) int {
+		return cmp.Compare(lineOrLast(a.Line), lineOrLast(b.Line))
+	})
 	if n := len(all) - maxProblems; n > 0 {
 		// A file this wrong is the wrong file; its first problems say so.
 		all = append(all[:maxProblems], &Problem{File: file, Msg: fmt.Sprintf("and %d more problems", n)})
@@ -229,6 +234,13 @@ func leftOut(c *Config) map[int]map[string]bool {
 		}
 	}
 	return out
+}
+
+func lineOrLast(line int) int {
+	if line == 0 {
+		return math.MaxInt
+	}
+	return line
 }
 
 // lineOf finds the line of a key path among the lines the decoder saw. A
