@@ -3,13 +3,14 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"path"
 	"strings"
 )
 
 // OriginPattern is one entry of a route's allowedOrigins: a host pattern
-// ("app.example.com", "*.example.com", "127.0.0.1:8000"), which any scheme
-// may use, or an origin as a browser sends it ("http://127.0.0.1:8000",
+// ("app.example.com", "*.example.com", "127.0.0.1:8000", "[::1]:8000"),
+// which any scheme may use, or an origin as a browser sends it ("http://127.0.0.1:8000",
 // "https://*.example.com"), whose scheme must match too.
 type OriginPattern struct {
 	// Scheme is "http" or "https"; "" matches either.
@@ -50,6 +51,15 @@ func ParseOrigin(entry string) (OriginPattern, error) {
 		return OriginPattern{}, fmt.Errorf("%q can never match: browsers leave the default port out of an origin; write %q", entry, entryOf(scheme, bare))
 	}
 	host = strings.ToLower(host)
+	if strings.HasPrefix(host, "[") {
+		// An IPv6 literal: its brackets are the address's, not a
+		// character class.
+		addr, _, _ := strings.Cut(host[1:], "]")
+		if _, err := netip.ParseAddr(addr); err != nil || !strings.Contains(host, "]") {
+			return OriginPattern{}, fmt.Errorf("%q can never match: a host in brackets is an IPv6 address, such as [::1]:8000", entry)
+		}
+		host = strings.NewReplacer("[", `\[`, "]", `\]`).Replace(host)
+	}
 	if _, err := path.Match(host, ""); err != nil {
 		return OriginPattern{}, fmt.Errorf("%q is not a valid pattern (%v); use * and ? for parts of a host", entry, err)
 	}

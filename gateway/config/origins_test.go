@@ -19,7 +19,8 @@ func TestAllowedOriginsThatCanNeverMatch(t *testing.T) {
 		{`""`, `"" names no host: write a host pattern (app.example.com, *.example.com) or an origin (https://app.example.com)`},
 		{`"https://user@app.example.com"`, `"https://user@app.example.com" can never match: an origin has no user name`},
 		{`" app.example.com"`, `" app.example.com" can never match: an origin holds no spaces`},
-		{`"[app.example.com"`, `"[app.example.com" is not a valid pattern (syntax error in pattern); use * and ? for parts of a host`},
+		{`"[app.example.com"`, `"[app.example.com" can never match: a host in brackets is an IPv6 address, such as [::1]:8000`},
+		{`"app[.example.com"`, `"app[.example.com" is not a valid pattern (syntax error in pattern); use * and ? for parts of a host`},
 	}
 	for _, c := range cases {
 		src := strings.Replace(good, "    kind: executor\n", "    kind: executor\n    allowedOrigins:\n      - "+c.entry+"\n", 1)
@@ -46,6 +47,9 @@ func TestOriginPatternMatches(t *testing.T) {
 		{"*.example.com", "http", "A.Example.COM", true},
 		{"*.example.com", "https", "example.com", false},
 		{"https://*.example.com", "http", "a.example.com", false},
+		{"http://[::1]:8000", "http", "[::1]:8000", true},
+		{"[::1]:8000", "https", "[::1]:8000", true},
+		{"http://[::1]:8000", "http", "1:8000", false},
 	} {
 		p, err := ParseOrigin(c.entry)
 		if err != nil {
