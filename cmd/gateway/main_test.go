@@ -213,3 +213,31 @@ func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
 		t.Fatalf("reload without an admin listener: %d\n%q\nwant\n%q", code, errOut, want)
 	}
 }
+
+// Where `gateway reload` posts, from --admin or the file's admin section.
+func TestReloadURL(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	file := func(admin string) string {
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("c%d.yaml", n))
+		os.WriteFile(p, []byte("admin: "+admin+"\n"), 0o600)
+		return p
+	}
+	for _, c := range []struct{ admin, cfg, want string }{
+		{"127.0.0.1:9191", "", "http://127.0.0.1:9191/reload"},
+		{"http://10.1.2.3:9090/", "", "http://10.1.2.3:9090/reload"},
+		{"", file(`{listen: "0.0.0.0:9292"}`), "http://127.0.0.1:9292/reload"},
+		{"", file(`{listen: "[::]:9292"}`), "http://[::1]:9292/reload"},
+		{"", file(`{listen: ":9393"}`), "http://127.0.0.1:9393/reload"},
+		{"", file(`{listen: "admin.internal:9494", tls: {certFile: c.pem, keyFile: k.pem}}`), "https://admin.internal:9494/reload"},
+	} {
+		got, err := reloadURL(c.admin, c.cfg)
+		if err != nil || got != c.want {
+			t.Errorf("--admin %q --config %q: %q, %v; want %q", c.admin, c.cfg, got, err, c.want)
+		}
+	}
+	if _, err := reloadURL("nowhere", ""); err == nil || err.Error() != `admin address "nowhere" is neither host:port nor a URL` {
+		t.Errorf("a bad --admin: %v", err)
+	}
+}
