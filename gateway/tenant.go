@@ -204,9 +204,9 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	}
 	member := ""
 	if m != nil {
-		member = m.name
+		member = m.label
 	}
-	t.log.Info("execution", "request", requestID(), "backend", member, "outcome", oc, "wall", wall, "retained", err == nil && res.ExecutionID != "")
+	logExecution(t.log, member, oc, wall, err == nil && res.ExecutionID != "")
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +248,7 @@ func (t *tenant) InvokeHandle(ctx context.Context, id, handle string, req protoc
 		return protocol.OutboundResponse{}, protocol.NewHandlesClosedError(id)
 	}
 	resp, err := p.member.exec.InvokeHandle(ctx, p.inner, handle, req)
+	err = p.member.forTenant(err)
 	if executorapi.EndsHandles(err) {
 		t.routes.pins.drop(id)
 	}
@@ -260,7 +261,7 @@ func (t *tenant) CloseHandles(ctx context.Context, id string) error {
 	if !ok {
 		return protocol.NewHandlesClosedError(id)
 	}
-	err := p.member.exec.CloseHandles(ctx, p.inner)
+	err := p.member.forTenant(p.member.exec.CloseHandles(ctx, p.inner))
 	if err == nil || protocol.CodeOf(err) == protocol.CodeHandlesClosed {
 		t.routes.pins.drop(id)
 	}
