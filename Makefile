@@ -89,3 +89,27 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# ---- TypeScript client (clients/typescript) and its examples ----------------
+# npm ci of the package (its adapters' upstream packages and playwright-core
+# are dev dependencies) and of examples/, which links the package. make test
+# runs clients/typescript/client_test.go: tsc, tsc --noEmit of every example,
+# and the package's node --test files against the real gateway binary.
+CLIENT   := clients/typescript
+EXAMPLES := examples
+
+.PHONY: client-deps client-test
+
+client-deps: $(CLIENT)/node_modules/.package-lock.json $(EXAMPLES)/node_modules/.package-lock.json
+
+$(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package.json $(CLIENT)/package-lock.json
+	cd $(CLIENT) && npm ci --no-audit --no-fund
+
+$(EXAMPLES)/node_modules/.package-lock.json: $(EXAMPLES)/package.json $(EXAMPLES)/package-lock.json $(CLIENT)/node_modules/.package-lock.json
+	cd $(EXAMPLES) && npm ci --no-audit --no-fund
+
+# The client's tests alone (make test runs them too).
+client-test: client-deps
+	$(GO) test -count=1 -v ./$(CLIENT)/
+
+test: client-deps
