@@ -10,7 +10,8 @@ import (
 )
 
 // TestTypeScriptPackage builds the package with tsc (strict, ESM and
-// declarations), type-checks every example against it, and runs the
+// declarations), type-checks test/types (ExecutorApi types capnweb's stub)
+// and every example against it, and runs the
 // package's own tests (Node's test runner) against the real gateway binary,
 // which each test file starts and stops itself.
 func TestTypeScriptPackage(t *testing.T) {
@@ -30,6 +31,7 @@ func TestTypeScriptPackage(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "gateway")
 	run(t, ctx, nil, "go", "build", "-o", bin, "../../cmd/gateway")
 	run(t, ctx, nil, tsc, "-p", "tsconfig.json")
+	run(t, ctx, nil, tsc, "-p", "tsconfig.types.json")
 	run(t, ctx, nil, tsc, "-p", filepath.Join("..", "..", "examples", "tsconfig.json"), "--noEmit")
 	env := []string{"GATEWAY_BIN=" + bin}
 	if chromium := os.Getenv("CHROMIUM"); chromium != "" {
