@@ -199,6 +199,11 @@ func matchVectors() []matchVector {
 		protocol.NewMemoryLimitError(128).Error(),
 		"Execution ran out of memory at its 128 MB limit.\tthen",
 		"Execution ran out of memory",
+		"Execution timed out at its 250 ms bound.\u00a0then",
+		"Execution timed out at its 250 ms bound.\u2028then",
+		"Execution timed out at its 250 ms bound.\vthen",
+		"Execution timed out at its 250 ms bound.\fthen",
+		"Execution timed out at its 250 ms bound.\r",
 	}
 	out := make([]matchVector, len(texts))
 	for i, s := range texts {

@@ -75,8 +75,11 @@ function opensWith(text: string, before: string, after: string): boolean {
   if (i === digits || (text[digits] === '0' && i - digits > 1)) return false
   if (!text.startsWith(after, i)) return false
   const next = text[i + after.length]
-  return next === undefined || /\s/.test(next)
+  return next === undefined || SENTENCE_BREAKS.includes(next)
 }
+
+/** What may follow a first sentence: RE2's \s, ASCII white space only. */
+const SENTENCE_BREAKS = ['\t', '\n', '\f', '\r', ' ']
 
 export class ExecutionTimeoutError extends DeclaredFailure {
   constructor(readonly timeoutMs: number) {
@@ -346,6 +349,7 @@ export function rehydrateExecutorError(err: unknown): unknown {
   const messageValue = (err as { message?: unknown }).message
   const message = typeof messageValue === 'string' ? messageValue : String(messageValue ?? '')
   const typed = rebuild(code, message, props)
-  if (typed) return typed
+  // The class must compose exactly the message, or it would be a guess.
+  if (typed && typed.message === message) return typed
   return new ExecutorFault(code, message, props)
 }
