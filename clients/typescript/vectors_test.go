@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -149,6 +150,25 @@ func rehydrateVectors(t *testing.T) []rehydrateVector {
 		{"boom", protocol.CodeInternal, nil},
 		{"No such customer.", "", nil},
 		{"a code from elsewhere", "E_CUSTOM", map[string]any{"detail": "kept"}},
+	}
+	// Near misses of every text a class composes, so the two parsers are
+	// compared beyond the exact texts: a character dropped, doubled or
+	// swapped for a digit or a space, at positions a seeded source picks.
+	rng := rand.New(rand.NewPCG(16, 16))
+	for _, exact := range inputs[:5] {
+		for range 24 {
+			m := []byte(exact.message)
+			i := rng.IntN(len(m))
+			switch rng.IntN(3) {
+			case 0:
+				m = append(m[:i:i], m[i+1:]...)
+			case 1:
+				m = append(m[:i+1:i+1], m[i:]...)
+			default:
+				m[i] = "0123456789 "[rng.IntN(11)]
+			}
+			inputs = append(inputs, in{string(m), exact.code, exact.props})
+		}
 	}
 	out := make([]rehydrateVector, 0, len(inputs))
 	for _, i := range inputs {

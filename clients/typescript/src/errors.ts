@@ -235,7 +235,7 @@ export class HandlesClosedError extends ExecutorFault {
 export class QueueOverflowError extends ExecutorFault {
   constructor(readonly bound: number, retryAfterMs: number, props?: Record<string, unknown>) {
     const retry = wholeMs(retryAfterMs)
-    super('QUEUE_OVERFLOW', `The executor's queue is full at its bound of ${bound} waiting executions, so this one was turned away before it ran.${retrySentence(retry)}`, { [RETRY_AFTER_PROP]: retry, ...props })
+    super('QUEUE_OVERFLOW', `The executor's queue is full at its bound of ${bound} waiting executions, so this one was turned away before it ran.${retrySentence(retry)}`, { ...props, [RETRY_AFTER_PROP]: retry })
   }
 }
 
@@ -244,7 +244,7 @@ export class QueueTimeoutError extends ExecutorFault {
   constructor(waitedMs: number, retryAfterMs: number, props?: Record<string, unknown>) {
     const retry = wholeMs(retryAfterMs)
     const waited = wholeMs(waitedMs)
-    super('QUEUE_OVERFLOW', `This execution waited its bound of ${waited} ms for room on the executor, so it was turned away before it ran.${retrySentence(retry)}`, { [RETRY_AFTER_PROP]: retry, ...props })
+    super('QUEUE_OVERFLOW', `This execution waited its bound of ${waited} ms for room on the executor, so it was turned away before it ran.${retrySentence(retry)}`, { ...props, [RETRY_AFTER_PROP]: retry })
     this.waitedMs = waited
   }
 }
@@ -252,7 +252,7 @@ export class QueueTimeoutError extends ExecutorFault {
 export class TenantLimitError extends ExecutorFault {
   constructor(readonly tenant: string, readonly limit: string, retryAfterMs: number, props?: Record<string, unknown>) {
     const retry = wholeMs(retryAfterMs)
-    super('QUEUE_OVERFLOW', `Tenant "${tenant}" is at its bound of ${limit}, so this execution was turned away before it started.${retrySentence(retry)}`, { [RETRY_AFTER_PROP]: retry, ...props })
+    super('QUEUE_OVERFLOW', `Tenant "${tenant}" is at its bound of ${limit}, so this execution was turned away before it started.${retrySentence(retry)}`, { ...props, [RETRY_AFTER_PROP]: retry })
   }
 }
 
