@@ -38,6 +38,20 @@ func exampleServer() (string, func()) {
 	return "ws" + strings.TrimPrefix(hs.URL, "http"), stop
 }
 
+// exampleExecutor is a remote.Executor dialled to a new exampleServer, and
+// a function that closes both.
+func exampleExecutor() (*remote.Executor, func()) {
+	url, stopServer := exampleServer()
+	ex, err := remote.Dial(context.Background(), url, remote.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return ex, func() {
+		ex.Close()
+		stopServer()
+	}
+}
+
 // Dial connects (the handshake included) and runs one program. Against a
 // gateway, the Authorization header carries the tenant's key.
 func ExampleDial() {
@@ -65,14 +79,9 @@ func ExampleDial() {
 // Tool calls come back to the caller's dispatch; NewEnvelopeDispatch
 // writes the envelopes, and a module and the console travel with the run.
 func ExampleExecutor_Execute() {
-	url, stop := exampleServer()
+	ex, stop := exampleExecutor()
 	defer stop()
 	ctx := context.Background()
-	ex, err := remote.Dial(ctx, url, remote.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer ex.Close()
 
 	state := protocol.NewEnvelopeState()
 	defer state.Complete()
@@ -103,14 +112,9 @@ async () => {
 // isolate; InvokeHandle reaches it until CloseHandles, then the typed
 // HANDLES_CLOSED fault.
 func ExampleExecutor_InvokeHandle() {
-	url, stop := exampleServer()
+	ex, stop := exampleExecutor()
 	defer stop()
 	ctx := context.Background()
-	ex, err := remote.Dial(ctx, url, remote.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer ex.Close()
 
 	grant, err := ex.Execute(ctx, &protocol.ExecuteRequest{
 		Code:          "async () => { let n = 0; return { fetch: () => new Response(String(++n)) } }",

@@ -17,18 +17,12 @@ import { createCodeTool } from '../dist/adapters/ai.js'
 import { mcpToolSource, combineToolSources } from '../dist/adapters/mcp.js'
 import { normalizeCode } from '../dist/adapters/normalize.js'
 import { declareTools } from '../dist/adapters/declarations.js'
-import { startGateway } from './gateway.mjs'
+import { connectToNewGateway, stopGateway } from './gateway.mjs'
 
 let gw
 let remote
-before(async () => {
-  gw = await startGateway()
-  remote = await RemoteExecutor.connect({ url: gw.url, apiKey: gw.key })
-})
-after(async () => {
-  await remote?.dispose()
-  await gw?.kill()
-})
+before(async () => ({ gw, executor: remote } = await connectToNewGateway()))
+after(() => stopGateway({ gw, executor: remote }))
 
 const weatherSchema = { type: 'object', properties: { city: { type: 'string', description: 'The city' } }, required: ['city'] }
 

@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { RemoteExecutor } from '../dist/index.js'
 
 const repoBinary = fileURLToPath(new URL('../../../bin/gateway', import.meta.url))
 
@@ -94,4 +95,16 @@ ${tenantPolicy ? `    policy: ${tenantPolicy}\n` : ''}routes:
   }
   await gw.start()
   return gw
+}
+
+/** A new gateway, and a RemoteExecutor connected to it with its key. */
+export async function connectToNewGateway(options) {
+  const gw = await startGateway(options)
+  return { gw, executor: await RemoteExecutor.connect({ url: gw.url, apiKey: gw.key }) }
+}
+
+/** Disposes the executor and kills the gateway, whichever of them started. */
+export async function stopGateway({ gw, executor }) {
+  await executor?.dispose()
+  await gw?.kill()
 }

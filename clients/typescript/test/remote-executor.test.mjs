@@ -7,18 +7,12 @@ import {
   RemoteExecutor, ExecutorFault, HandlesClosedError, ExecutionTimeoutError, OutboundDisabledError,
   ToolNotFoundError, HandleNotFoundError, createEnvelopeDispatch, COMPLETED_TEXT,
 } from '../dist/index.js'
-import { startGateway } from './gateway.mjs'
+import { connectToNewGateway, stopGateway } from './gateway.mjs'
 
 let gw
 let executor
-before(async () => {
-  gw = await startGateway()
-  executor = await RemoteExecutor.connect({ url: gw.url, apiKey: gw.key })
-})
-after(async () => {
-  await executor?.dispose()
-  await gw?.kill()
-})
+before(async () => ({ gw, executor } = await connectToNewGateway()))
+after(() => stopGateway({ gw, executor }))
 
 const greeter = { greeter: `export const greet = (name) => 'hello ' + name` }
 
@@ -49,17 +43,13 @@ test('contract: an arrow on the import line is a syntax error in the entry modul
 
 test('contract: every call reaches the dispatch, declared or not', async () => {
   const seen = []
-  const r = await executor.execute({
-    code: `async () => {
-      await store.listOrders()
-      await store.deleteOrders()
-      await __dispatch('crm', 'listOrders', '')
-      return 'every call reached the dispatch'
-    }`,
+  const request = {
+    // The contract's example, on one line.
+    code: "async () => { await store.listOrders(); await store.deleteOrders(); await __dispatch('crm', 'listOrders', ''); return 'every call reached the dispatch' }",
     providers: [{ name: 'store', tools: ['listOrders'] }],
     dispatch: createEnvelopeDispatch({ active: true }, (provider, tool) => { seen.push([provider, tool]); return null }),
-  })
-  assert.deepEqual(r, { result: 'every call reached the dispatch', logs: [] })
+  }
+  assert.deepEqual(await executor.execute(request), { result: 'every call reached the dispatch', logs: [] })
   assert.deepEqual(seen, [['store', 'listOrders'], ['store', 'deleteOrders'], ['crm', 'listOrders']])
 })
 
