@@ -93,8 +93,10 @@ clean:
 # ---- TypeScript client (clients/typescript) and its examples ----------------
 # npm ci of the package (its adapters' upstream packages and playwright-core
 # are dev dependencies) and of examples/, which links the package. make test
-# runs clients/typescript/client_test.go: tsc, tsc --noEmit of every example,
-# and the package's node --test files against the real gateway binary.
+# runs client-test first, alone (clients/typescript/client_test.go, build tag
+# clienttest): tsc, tsc --noEmit of every example, and the package's node
+# --test files against the real gateway binary and headless Chromium. Its
+# vectors test (no tag) runs with the rest of the tree.
 CLIENT   := clients/typescript
 EXAMPLES := examples
 
@@ -110,6 +112,7 @@ $(EXAMPLES)/node_modules/.package-lock.json: $(EXAMPLES)/package.json $(EXAMPLES
 
 # The client's tests alone (make test runs them too).
 client-test: client-deps
-	$(GO) test -count=1 -v ./$(CLIENT)/
+	$(GO) vet -tags clienttest ./$(CLIENT)/
+	$(GO) test -tags clienttest -count=1 ./$(CLIENT)/
 
-test: client-deps
+test: client-test

@@ -1,3 +1,10 @@
+//go:build clienttest
+
+// The TypeScript package's own tests run in make test's client-test step,
+// alone, before the rest of the tree: tsc, Chromium and the gateways they
+// start would otherwise share the CPUs with the timing-sensitive tests of
+// backends/local.
+
 package tsclient
 
 import (
