@@ -86,6 +86,7 @@ test('ai: generateText with the mock model runs the model\'s code on the gateway
       execute: async ({ city }, { toolCallId }) => { asked.push([city, toolCallId]); return { city, temp: city === 'Oslo' ? 21 : 30 } },
     }),
   }
+  tools.dropTables = tool({ description: 'Needs a human', inputSchema: z.object({}), needsApproval: true, execute: async () => 'dropped' })
   const codeTool = createCodeTool({ tools, executor: remote })
   // The model writes TypeScript in a markdown fence, as statements.
   const modelCode = "```ts\nconst cities: string[] = ['Oslo', 'Rome']\nconst temps = []\nfor (const city of cities) temps.push((await codemode.getWeather({ city })).temp as number)\nconsole.log('temps', temps.join(','))\ntemps.reduce((a: number, b: number) => a + b, 0)\n```"
@@ -108,6 +109,9 @@ test('ai: generateText with the mock model runs the model\'s code on the gateway
   // The model was told the tools in TypeScript.
   const offered = model.doGenerateCalls[0].tools.find((t) => t.name === 'codemode')
   assert.ok(offered.description.includes('declare const codemode: {\n  /** Weather of a city */\n  getWeather(input: {\n    city: string\n  }): Promise<unknown>\n}'), offered.description)
+  // A tool that needs approval is neither declared nor callable.
+  const refused = await codeTool.execute({ code: 'async () => { try { return await codemode.dropTables({}) } catch (e) { return e.message } }' }, { toolCallId: 'call-2', messages: [] })
+  assert.deepEqual(refused, { result: 'Tool "dropTables" not found', logs: [] })
 })
 
 test('ai: a failed run reaches the model as a tool error with the executor\'s text', async () => {

@@ -51,11 +51,15 @@ function readSchema(schema: unknown): JsonSchema | undefined {
  * code, runs it, and routes every tool call back to the AI SDK tool's own
  * execute (with the abort signal and messages of the outer call). A failed
  * run throws with the executor's text, which the AI SDK hands to the model.
+ * Tools that need approval are left out: a running program cannot wait for it.
  */
 export function createCodeTool(options: CreateCodeToolOptions): Tool<CodeToolInput, CodeToolOutput> {
   const namespace = options.namespace ?? 'codemode'
   if (!isIdentifier(namespace)) throw new TypeError(`the namespace ${JSON.stringify(namespace)} is not an identifier`)
-  const declarations: ToolDeclaration[] = Object.entries(options.tools).map(([name, t]) => {
+  // A tool that needs approval cannot wait for it inside a running program,
+  // so the program does not get it.
+  const tools: ToolSet = Object.fromEntries(Object.entries(options.tools).filter(([, t]) => !t.needsApproval))
+  const declarations: ToolDeclaration[] = Object.entries(tools).map(([name, t]) => {
     const d: ToolDeclaration = { name }
     if (t.description !== undefined) d.description = t.description
     const input = readSchema(t.inputSchema)
@@ -80,7 +84,7 @@ export function createCodeTool(options: CreateCodeToolOptions): Tool<CodeToolInp
       let calls = 0
       const state = { active: true }
       const dispatch = createEnvelopeDispatch(state, async (provider, name, args) => {
-        const t = provider === namespace && Object.hasOwn(options.tools, name) ? options.tools[name] : undefined
+        const t = provider === namespace && Object.hasOwn(tools, name) ? tools[name] : undefined
         if (!t?.execute) throw new ToolNotFoundError(name)
         const inner: ToolExecutionOptions = { toolCallId: `${outer.toolCallId}.${++calls}`, messages: outer.messages }
         if (outer.abortSignal) inner.abortSignal = outer.abortSignal
@@ -89,7 +93,7 @@ export function createCodeTool(options: CreateCodeToolOptions): Tool<CodeToolInp
       try {
         const r = await options.executor.execute({
           code: normalize(code),
-          providers: [{ name: namespace, tools: Object.keys(options.tools), positionalArgs: true }],
+          providers: [{ name: namespace, tools: Object.keys(tools), positionalArgs: true }],
           dispatch,
           outbound: options.outbound ?? null,
           ...(options.timeout !== undefined && { timeout: options.timeout }),
