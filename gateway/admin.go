@@ -11,7 +11,8 @@ import (
 
 // AdminHandler serves the operator's endpoints, for a listener of their
 // own: /metrics (Prometheus), /healthz (the process is up) and /readyz
-// (not draining, and every backend group has a usable member).
+// (not draining, and every backend group has a usable member), behind
+// AdminGuard with admin.tokenEnv's token.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))
@@ -32,7 +33,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	return mux
+	return AdminGuard(func() string { return g.state.Load().adminToken })(mux)
 }
 
 func (g *Gateway) notReady() string {

@@ -127,6 +127,8 @@ type state struct {
 	// cert and adminCert are the listeners' certificates, read from their
 	// files on every build so a reload picks up a renewed one.
 	cert, adminCert *tls.Certificate
+	// adminToken is the bearer token of the admin listener; empty: none.
+	adminToken string
 	// shares are the tenants' shares of their local groups.
 	shares map[string]local.Share
 }
@@ -151,6 +153,9 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 	var err error
 	if st.auth, err = buildAuth(cfg, g.getenv); err != nil {
 		return nil, err
+	}
+	if env := cfg.Admin.TokenEnv; env != "" {
+		st.adminToken = g.getenv(env)
 	}
 	if st.cert, err = loadCert(cfg, cfg.TLS); err != nil {
 		return nil, err

@@ -74,7 +74,7 @@ commands:
              result (FILE "-" reads standard input; run -h for the flags)
   check-config --config FILE
              validate a configuration file and report every problem
-  reload [--admin URL]
+  reload [--admin URL] [--token-env NAME]
              make a running gateway re-read its configuration (as SIGHUP)
   hash-key   read an API key on standard input and print the hash to
              configure (--new makes a fresh key)

@@ -134,10 +134,26 @@ func reload(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gateway reload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	admin := fs.String("admin", "http://127.0.0.1:9090", "the gateway's admin listener")
+	tokenEnv := fs.String("token-env", "", "the environment variable holding the admin listener's bearer token (the gateway's admin.tokenEnv)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	resp, err := http.Post(strings.TrimRight(*admin, "/")+"/reload", "text/plain", nil)
+	// No body and no content type: the admin listener refuses the body
+	// types a browser's form could send.
+	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(*admin, "/")+"/reload", nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway reload:", err)
+		return 2
+	}
+	if *tokenEnv != "" {
+		token := os.Getenv(*tokenEnv)
+		if token == "" {
+			fmt.Fprintf(stderr, "gateway reload: environment variable %s is not set\n", *tokenEnv)
+			return 2
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 1

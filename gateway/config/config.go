@@ -52,6 +52,9 @@ type Admin struct {
 	Listen string `yaml:"listen"`
 	// TLS serves the admin listener over TLS; absent serves plain HTTP.
 	TLS *TLS `yaml:"tls"`
+	// TokenEnv names the environment variable holding a bearer token every
+	// request to the admin listener must carry; empty asks for none.
+	TokenEnv string `yaml:"tokenEnv"`
 }
 
 // TLS names a certificate and its key, PEM files relative to the config

@@ -74,6 +74,7 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 		{"remote key env", "  - name: local\n    type: local\n", "  - name: local\n    type: local\n  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\n          keyEnv: NOT_SET_ANYWHERE\n", 10, "NOT_SET_ANYWHERE is not set"},
 		{"duplicate default route", "kind: executor\n", "kind: executor\n  - path: /v1/executor\n    kind: executor\n", 14, "already the default"},
 		{"tenant memory above its backend", "    backend: local\n", "    backend: local\n    policy:\n      memoryMB: 512\n", 9, "a tenant can only lower it"},
+		{"admin token env", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nadmin:\n  tokenEnv: NOT_SET_ANYWHERE\n", 3, "environment variable NOT_SET_ANYWHERE must hold a token of at least 16 bytes"},
 		{"tenant nobody can use", "    keys:\n      - name: k\n        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb\n", "", 0, "nobody can authenticate"},
 	}
 	for _, c := range cases {

@@ -52,6 +52,9 @@ func (v *validator) validate(c *Config) {
 			v.add("admin.listen", "must differ from listen: the admin endpoints stay off the tenants' listener")
 		}
 	}
+	if env := c.Admin.TokenEnv; env != "" && len(v.getenv(env)) < 16 {
+		v.add("admin.tokenEnv", "environment variable %s must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", env)
+	}
 	v.tls("tls", c, c.TLS)
 	v.tls("admin.tls", c, c.Admin.TLS)
 	switch c.Log.Format {
