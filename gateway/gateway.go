@@ -482,7 +482,9 @@ func newProxy(up *url.URL) *httputil.ReverseProxy {
 }
 
 // originAllowed: a request without an Origin (not a browser) and a
-// same-host origin pass; any other origin must match a pattern.
+// same-origin one pass; any other origin must match a pattern. Same origin
+// means the same host and the same scheme: a page served over plain HTTP
+// on the gateway's host is not the origin of its TLS listener.
 func originAllowed(req *http.Request, patterns []string) bool {
 	o := req.Header.Get("Origin")
 	if o == "" {
@@ -492,7 +494,11 @@ func originAllowed(req *http.Request, patterns []string) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	if strings.EqualFold(u.Host, req.Host) {
+	scheme := "http"
+	if req.TLS != nil {
+		scheme = "https"
+	}
+	if strings.EqualFold(u.Host, req.Host) && strings.EqualFold(u.Scheme, scheme) {
 		return true
 	}
 	return slices.ContainsFunc(patterns, func(p string) bool {

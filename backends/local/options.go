@@ -68,11 +68,13 @@ func DefaultCPUSlots(n, maxWorkers int) int { return max(1, min(n-1, maxWorkers-
 // page. A read of /proc/PID/statm costs about 13 µs.
 const monitorPoll = 10 * time.Millisecond
 
-// Host calls of one execution: at most maxOpenHostCalls run at once in the
-// parent, at most maxHostBacklog more wait; a call past both is refused.
+// Host calls of one execution in the parent: at most maxOpenHostCalls run
+// at once, at most maxHostBacklog more wait; a call past both is refused.
+// The sandbox keeps far fewer in flight (sandbox.MaxHostCallsInFlight), so
+// this is the parent's guard against a worker that breaks its own bound.
 const (
 	maxOpenHostCalls = 256
-	maxHostBacklog   = 4096
+	maxHostBacklog   = protocol.MaxWaitingHostCalls
 )
 
 // Options configures an Executor. Every zero field takes its default.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -520,6 +521,7 @@ func (ex *export) releaseOwned() []func() {
 // truncateReason cuts a close reason to 123 bytes on a character
 // boundary, the most a WebSocket close frame carries.
 func truncateReason(r string) string {
+	r = strings.ToValidUTF8(r, "\uFFFD")
 	if len(r) <= 123 {
 		return r
 	}
@@ -531,12 +533,16 @@ func truncateReason(r string) string {
 }
 
 // protocolError aborts the session because the peer sent malformed input.
+// The reason may quote the peer's bytes: what goes back is valid UTF-8
+// (each invalid sequence, lone surrogates included, becomes U+FFFD), so
+// the abort never echoes what the peer should not have sent.
 func (s *Session) protocolError(pe *ProtocolError) {
+	reason := strings.ToValidUTF8(pe.Reason, "\uFFFD")
 	e := &encoder{maxDepth: s.opts.MaxDepth}
 	e.buf = append(e.buf, `["abort",`...)
-	_ = e.errorValue(&Error{Name: "Error", Message: pe.Reason}, 0)
+	_ = e.errorValue(&Error{Name: "Error", Message: reason}, 0)
 	e.buf = append(e.buf, ']')
-	s.shutdown(pe, e.buf, CloseAbort, pe.Reason)
+	s.shutdown(pe, e.buf, CloseAbort, reason)
 }
 
 // ---- incoming ----
