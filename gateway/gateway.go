@@ -29,6 +29,7 @@ import (
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/connlimit"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -352,6 +353,7 @@ func (g *Gateway) routes(st *state) (chi.Router, error) {
 		r.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { g.serve(w, req, st, pr) }))
 	}
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Connection", "close")
 		http.Error(w, "no route serves this path", http.StatusNotFound)
 	})
 	return r, nil
@@ -386,6 +388,9 @@ func (pr *pathRoutes) pick(req *http.Request) (*route, string, error) {
 
 func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr *pathRoutes) {
 	start := time.Now()
+	// A refused request's connection closes after the answer: a client
+	// without a credential holds no idle connection.
+	w.Header().Set("Connection", "close")
 	rt, proto, err := pr.pick(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -423,6 +428,8 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		return
 	}
 	defer t.connections.Add(-1)
+	w.Header().Del("Connection")
+	connlimit.Authenticated(req.Context())
 	conns := g.metrics.connections.WithLabelValues(id.Tenant, rt.cfg.Kind)
 	conns.Inc()
 	defer conns.Dec()

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/connlimit"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -77,20 +79,21 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			gw.ReloadFile()
 		}
 	}()
-	ln, scheme, err := listenMaybeTLS(cfg.Listen, gw.TLSConfig())
+	guard := connlimit.Options{MaxUnauthenticated: cfg.Connections.MaxUnauthenticated, Reserve: cfg.DescriptorReserve(runtime.NumCPU())}
+	ln, scheme, err := listenMaybeTLS(cfg.Listen, gw.TLSConfig(), &guard)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
 	}
-	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(gw.Handler(), cfg.Connections.IdleTimeout.Std())
 	var adminSrv *http.Server
 	if cfg.Admin.Listen != "" {
-		aln, ascheme, err := listenMaybeTLS(cfg.Admin.Listen, gw.AdminTLSConfig())
+		aln, ascheme, err := listenMaybeTLS(cfg.Admin.Listen, gw.AdminTLSConfig(), nil)
 		if err != nil {
 			fmt.Fprintln(stderr, "gateway serve: admin listener:", err)
 			return 1
 		}
-		adminSrv = &http.Server{Handler: gw.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		adminSrv = newServer(gw.AdminHandler(), cfg.Connections.IdleTimeout.Std())
 		go adminSrv.Serve(aln)
 		fmt.Fprintf(stdout, "admin listening on %s://%s\n", ascheme, aln.Addr())
 	}
@@ -168,13 +171,28 @@ func reload(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// listenMaybeTLS opens a listener, with TLS when tc is not nil.
-func listenMaybeTLS(addr string, tc *tls.Config) (net.Listener, string, error) {
+// listenMaybeTLS opens a listener, under guard's bounds when guard is not
+// nil (beneath TLS, so they count connections still in the handshake),
+// with TLS when tc is not nil.
+func listenMaybeTLS(addr string, tc *tls.Config, guard *connlimit.Options) (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || tc == nil {
-		return ln, "http", err
+	if err != nil {
+		return nil, "", err
+	}
+	if guard != nil {
+		ln = connlimit.New(ln, *guard)
+	}
+	if tc == nil {
+		return ln, "http", nil
 	}
 	return tls.NewListener(ln, tc), "https", nil
+}
+
+// newServer is the HTTP server of a listener: headers within ten seconds,
+// a connection idle between requests closed after idle, and, on a
+// connlimit listener, handlers able to mark a connection authenticated.
+func newServer(h http.Handler, idle time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle, ConnContext: connlimit.ConnContext}
 }
 
 // newLogger makes the structured logger the configuration asks for.
@@ -208,7 +226,7 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 // serveUntilSignal serves h on ln until SIGINT or SIGTERM, then shuts down,
 // giving open requests up to ten seconds.
 func serveUntilSignal(ln net.Listener, h http.Handler, stderr io.Writer) int {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(h, time.Duration(config.DefaultIdleTimeout))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -284,7 +302,9 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	})
 	defer api.Close()
 
-	ln, err := net.Listen("tcp", *listen)
+	// The local backend's worker processes need descriptors the listener
+	// must leave them.
+	ln, _, err := listenMaybeTLS(*listen, nil, &connlimit.Options{Reserve: connlimit.DefaultReserve + config.DescriptorsPerWorker*exec.Options().MaxWorkers})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
@@ -301,7 +321,10 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 // of keys (nil: no credential needed).
 func requireKey(keys *auth.APIKeys, next http.Handler) http.Handler {
 	if keys == nil {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			connlimit.Authenticated(r.Context())
+			next.ServeHTTP(w, r)
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cred, err := auth.FromRequest(r)
@@ -310,9 +333,11 @@ func requireKey(keys *auth.APIKeys, next http.Handler) http.Handler {
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-executor"`)
+			w.Header().Set("Connection", "close") // no idle connection after a refusal
 			http.Error(w, "a valid bearer credential is required", http.StatusUnauthorized)
 			return
 		}
+		connlimit.Authenticated(r.Context())
 		next.ServeHTTP(w, r)
 	})
 }

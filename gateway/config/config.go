@@ -22,6 +22,8 @@ type Config struct {
 	Admin Admin `yaml:"admin"`
 	// Log configures the structured log.
 	Log Log `yaml:"log"`
+	// Connections bounds what clients hold on the gateway's listener.
+	Connections Connections `yaml:"connections"`
 	// DrainTimeout bounds how long a stopping gateway waits for executions
 	// in flight. Default: 30s.
 	DrainTimeout Duration `yaml:"drainTimeout"`
@@ -55,6 +57,22 @@ type Admin struct {
 	// TokenEnv names the environment variable holding a bearer token every
 	// request to the admin listener must carry; empty asks for none.
 	TokenEnv string `yaml:"tokenEnv"`
+}
+
+// Connections bounds the connections of the gateway's listener, so that
+// clients without a credential cannot take the process's descriptors.
+type Connections struct {
+	// IdleTimeout closes a connection that sent no request for this long
+	// between requests. Default: 60s.
+	IdleTimeout Duration `yaml:"idleTimeout"`
+	// MaxUnauthenticated is how many connections may be open without
+	// having authenticated; past it the oldest is closed. Default: 256.
+	MaxUnauthenticated int `yaml:"maxUnauthenticated"`
+	// DescriptorReserve is how many descriptors under the process's limit
+	// the listener leaves for everything else (worker processes above
+	// all); at the limit it stops accepting. Default: 128, and 8 for each
+	// worker process the local groups may start.
+	DescriptorReserve int `yaml:"descriptorReserve"`
 }
 
 // TLS names a certificate and its key, PEM files relative to the config

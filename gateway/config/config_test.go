@@ -75,6 +75,8 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 		{"duplicate default route", "kind: executor\n", "kind: executor\n  - path: /v1/executor\n    kind: executor\n", 14, "already the default"},
 		{"tenant memory above its backend", "    backend: local\n", "    backend: local\n    policy:\n      memoryMB: 512\n", 9, "a tenant can only lower it"},
 		{"admin token env", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nadmin:\n  tokenEnv: NOT_SET_ANYWHERE\n", 3, "environment variable NOT_SET_ANYWHERE must hold a token of at least 16 bytes"},
+		{"negative idle timeout", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  idleTimeout: -1s\n", 3, "connections.idleTimeout: must not be negative"},
+		{"negative reserve", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  descriptorReserve: -1\n", 3, "connections.descriptorReserve: must not be negative"},
 		{"tenant nobody can use", "    keys:\n      - name: k\n        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb\n", "", 0, "nobody can authenticate"},
 	}
 	for _, c := range cases {
@@ -272,5 +274,25 @@ func TestPolicyAndLocalKeyProblems(t *testing.T) {
 	src := strings.Replace(good, "    type: local\n", "    type: local\n    local: {isolateTenants: true, poolSize: 2}\n", 1)
 	if got := problems(t, src, 2); got != nil {
 		t.Errorf("the deprecated keys: %s", strings.Join(got, "\n"))
+	}
+}
+
+// TestConnectionsDefaults: a file that sets no connections keys gets the
+// defaults, and the descriptor reserve grows with the local worker
+// processes.
+func TestConnectionsDefaults(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte(good), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cfg.Connections; c.IdleTimeout.Std() != 60*time.Second || c.MaxUnauthenticated != 256 || c.DescriptorReserve != 0 {
+		t.Fatalf("defaults %+v", c)
+	}
+	if got, want := cfg.DescriptorReserve(2), 128+8*8; got != want {
+		t.Fatalf("DescriptorReserve(2) = %d, want %d (eight worker processes)", got, want)
+	}
+	cfg.Connections.DescriptorReserve = 40
+	if got := cfg.DescriptorReserve(2); got != 40 {
+		t.Fatalf("a set reserve reads %d", got)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/supolka/codemode-gateway/gateway/connlimit"
 )
 
 // Defaults of the operator limits.
@@ -24,7 +26,30 @@ const (
 	DefaultRemoteDialTimeout = Duration(10e9)
 	DefaultDrainTimeout      = Duration(30e9)
 	maxConfigBytes           = 4 << 20
+
+	DefaultIdleTimeout        = Duration(60e9)
+	DefaultMaxUnauthenticated = connlimit.DefaultMaxUnauthenticated
+	// DescriptorsPerWorker is what the default descriptorReserve keeps
+	// for each worker process: its pipes, its gate page, and the ones it
+	// takes while it starts.
+	DescriptorsPerWorker = 8
 )
+
+// DescriptorReserve is connections.descriptorReserve, or where the file
+// sets none its default on a machine of numCPU CPUs: connlimit's reserve
+// and 8 for each worker process the local groups may start.
+func (c *Config) DescriptorReserve(numCPU int) int {
+	if r := c.Connections.DescriptorReserve; r > 0 {
+		return r
+	}
+	r := connlimit.DefaultReserve
+	for _, b := range c.Backends {
+		if b.Local != nil {
+			r += DescriptorsPerWorker * b.Local.Settings(numCPU).MaxWorkers
+		}
+	}
+	return r
+}
 
 // Problem is one thing wrong with a configuration file, placed at its line.
 type Problem struct {
@@ -154,6 +179,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Pins.Size == 0 {
 		c.Pins.Size = DefaultPinsSize
+	}
+	if c.Connections.IdleTimeout == 0 {
+		c.Connections.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.Connections.MaxUnauthenticated == 0 {
+		c.Connections.MaxUnauthenticated = DefaultMaxUnauthenticated
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout

@@ -67,6 +67,15 @@ func (v *validator) validate(c *Config) {
 	default:
 		v.add("log.level", "%q is not a log level; use debug, info, warn or error", c.Log.Level)
 	}
+	if c.Connections.IdleTimeout < 0 {
+		v.add("connections.idleTimeout", "must not be negative")
+	}
+	if c.Connections.MaxUnauthenticated < 0 {
+		v.add("connections.maxUnauthenticated", "must not be negative")
+	}
+	if c.Connections.DescriptorReserve < 0 {
+		v.add("connections.descriptorReserve", "must not be negative")
+	}
 	if c.DrainTimeout < 0 {
 		v.add("drainTimeout", "must not be negative")
 	}
