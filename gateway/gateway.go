@@ -73,6 +73,10 @@ type Gateway struct {
 
 	sessMu   sync.Mutex
 	sessions map[*capnweb.Session]struct{} // open executor sessions
+
+	// wire bounds what every executor session holds for its client
+	// (limits.wireMemoryMB; a restart changes it).
+	wire *capnweb.MemoryBudget
 }
 
 // GoingAwayReason is the close reason an executor session reads when the
@@ -97,6 +101,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(idKey), members: map[string]*member{}}
 	g.base, g.cancel = context.WithCancel(context.Background())
+	g.wire = capnweb.NewMemoryBudget(int64(cfg.Limits.WireMemoryMB) << 20)
 	for _, b := range cfg.Backends {
 		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf)
 		if err != nil {
@@ -208,6 +213,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		{"backends", cur.Backends, cfg.Backends},
 		{"pins", cur.Pins, cfg.Pins},
 		{"executionIds", cur.ExecutionIDs, cfg.ExecutionIDs},
+		{"limits.wireMemoryMB", cur.Limits.WireMemoryMB, cfg.Limits.WireMemoryMB},
 	} {
 		if !reflect.DeepEqual(c.old, c.new) {
 			return fmt.Errorf("%s changed, which takes a restart; the running configuration stays", c.what)
@@ -443,6 +449,8 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		}
 		sess, err := capnweb.Accept(w, req, t.api.Target(), executorapi.SessionOptions(capnweb.Options{
 			MaxMessageSize: rt.cfg.MaxMessageBytes,
+			MaxExports:     st.cfg.Limits.MaxCallsPerConnection,
+			Memory:         g.wire,
 			BaseContext:    g.base,
 			Accept:         opts,
 		}))

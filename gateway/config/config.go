@@ -104,6 +104,15 @@ type Limits struct {
 	MaxHandles int `yaml:"maxHandles"`
 	// MaxMessageBytes caps a route's message-size limit. Default: 1 MiB.
 	MaxMessageBytes int64 `yaml:"maxMessageBytes"`
+	// MaxCallsPerConnection bounds the calls a client has made on one
+	// connection and not released (pulled and released, as the client
+	// library does); past it the connection is aborted. Default: 1024.
+	MaxCallsPerConnection int `yaml:"maxCallsPerConnection"`
+	// WireMemoryMB bounds what every connection together holds for its
+	// client: the calls outstanding, their results until released, and
+	// messages waiting to be written. Past it the connection holding the
+	// most is aborted. Default: 512.
+	WireMemoryMB int `yaml:"wireMemoryMB"`
 }
 
 // Backend is one named backend group.

@@ -27,6 +27,9 @@ const (
 	DefaultDrainTimeout      = Duration(30e9)
 	maxConfigBytes           = 4 << 20
 
+	DefaultMaxCallsPerConnection = 1024
+	DefaultWireMemoryMB          = 512
+
 	DefaultIdleTimeout        = Duration(60e9)
 	DefaultMaxUnauthenticated = connlimit.DefaultMaxUnauthenticated
 	// DescriptorsPerWorker is what the default descriptorReserve keeps
@@ -176,6 +179,12 @@ func (c *Config) applyDefaults() {
 	}
 	if l.MaxMessageBytes == 0 {
 		l.MaxMessageBytes = DefaultLimitMessageBytes
+	}
+	if l.MaxCallsPerConnection == 0 {
+		l.MaxCallsPerConnection = DefaultMaxCallsPerConnection
+	}
+	if l.WireMemoryMB == 0 {
+		l.WireMemoryMB = DefaultWireMemoryMB
 	}
 	if c.Pins.Size == 0 {
 		c.Pins.Size = DefaultPinsSize

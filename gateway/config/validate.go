@@ -223,10 +223,18 @@ func (v *validator) limits(l Limits) {
 		{"limits.maxConnections", int64(l.MaxConnections)},
 		{"limits.maxHandles", int64(l.MaxHandles)},
 		{"limits.maxMessageBytes", l.MaxMessageBytes},
+		{"limits.maxCallsPerConnection", int64(l.MaxCallsPerConnection)},
+		{"limits.wireMemoryMB", int64(l.WireMemoryMB)},
 	} {
 		if f.n < 0 {
 			v.add(f.path, "must not be negative")
 		}
+	}
+	if l.MaxCallsPerConnection > 0 && l.MaxCallsPerConnection < 16 {
+		v.add("limits.maxCallsPerConnection", "%d is too small: a client keeps a few calls open beside each execution; use at least 16, or leave it out for 1024", l.MaxCallsPerConnection)
+	}
+	if mb := int64(l.WireMemoryMB); mb > 0 && mb<<20 < 4*l.MaxMessageBytes {
+		v.add("limits.wireMemoryMB", "%d MB is too small: it must hold at least four of the largest messages (limits.maxMessageBytes, %d bytes)", l.WireMemoryMB, l.MaxMessageBytes)
 	}
 	if l.MaxMessageBytes > 0 && l.MaxMessageBytes < 64<<10 {
 		v.add("limits.maxMessageBytes", "%d is too small: a run at every contract bound sends messages of up to a few hundred KiB; use at least 65536, or leave it out for 1 MiB", l.MaxMessageBytes)
