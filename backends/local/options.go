@@ -158,6 +158,19 @@ type Options struct {
 	// timeout apply otherwise. The zero value allows native fetch with
 	// webplatform.DefaultDeny.
 	Native webplatform.NativeOptions
+	// WorkerUser is who worker processes run as when the gateway runs as
+	// root: a user name or "uid:gid". Default "65534:65534" (nobody); a
+	// user whose uid is 0 keeps them root. Ignored when the gateway is not
+	// root: its workers run as its own user.
+	WorkerUser string
+	// NoSeccomp starts workers without their system-call filter, for a
+	// kernel without seccomp. By default (on Linux) a worker sets
+	// no_new_privs and allows only the system calls a worker makes: no
+	// execve, no new process, no file written, and no socket unless native
+	// fetch is allowed (Native.Vetoed false).
+	NoSeccomp bool
+
+	cred workerCred // WorkerUser resolved
 }
 
 // Share is one tenant's share of a pool.
@@ -213,6 +226,11 @@ func (o Options) withDefaults() (Options, error) {
 		o.WorkerCommand = []string{exe}
 	}
 	o.WorkerCommand = append([]string(nil), o.WorkerCommand...)
+	cred, err := workerCredential(o.WorkerUser)
+	if err != nil {
+		return o, err
+	}
+	o.cred = cred
 	o.WorkerEnv = append([]string(nil), o.WorkerEnv...)
 	fill(&o.KillGrace, DefaultKillGrace)
 	fill(&o.StartTimeout, DefaultStartTimeout)

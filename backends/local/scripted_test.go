@@ -127,6 +127,8 @@ func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *proto
 				v = "unset"
 			}
 			out = append(out, v)
+		case "probe": // what the worker may do to the system (confine_test.go)
+			out = append(out, probeWorker(f[1])...)
 		case "print": // stdout must not corrupt the frame stream
 			fmt.Println("stray output on stdout")
 			out = append(out, "printed")

@@ -260,6 +260,8 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Int64("timeout-ms", 0, "run bound of a request that sets none, in ms (default 30000)")
 	responseLimit := fs.Int("response-limit", 0, "largest result envelope or handle answer in bytes (default: just under 1 MiB)")
 	readLimit := fs.Int64("read-limit", 0, "largest received WebSocket message in bytes (default 1 MiB)")
+	workerUser := fs.String("worker-user", "", "who worker processes run as when this runs as root: a user name or uid:gid (default 65534:65534, nobody)")
+	noSeccomp := fs.Bool("disable-seccomp", false, "start worker processes without their system-call filter (a kernel without seccomp)")
 	fs.Bool("executor-server", true, "serve ExecutorApi directly (the only mode until the gateway config lands)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -287,6 +289,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	exec, err := local.New(local.Options{
 		MaxWorkers: *maxWorkers, QueueBound: *queue, MemoryLimitMB: *memory, DefaultTimeoutMs: *timeout, Logger: logger,
+		WorkerUser: *workerUser, NoSeccomp: *noSeccomp,
 		// Every caller of an executor server is one tenant to it: the
 		// gateway in front applies the tenants' shares.
 		Shares: func(string) local.Share { return local.Share{CPUSlots: math.MaxInt} },

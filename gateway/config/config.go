@@ -173,6 +173,12 @@ type LocalBackend struct {
 	NativeOutbound bool `yaml:"nativeOutbound"`
 	// Native bounds native fetch where it is allowed.
 	Native NativeFetch `yaml:"native"`
+	// WorkerUser is who the worker processes run as when the gateway runs
+	// as root: a user name or "uid:gid". Default "65534:65534" (nobody).
+	WorkerUser string `yaml:"workerUser"`
+	// DisableSeccomp starts worker processes without their system-call
+	// filter, for a kernel without seccomp. Default false.
+	DisableSeccomp bool `yaml:"disableSeccomp"`
 }
 
 // NativeFetch bounds the requests programs make natively. Loopback,

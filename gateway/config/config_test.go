@@ -77,6 +77,7 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 		{"admin token env", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nadmin:\n  tokenEnv: NOT_SET_ANYWHERE\n", 3, "environment variable NOT_SET_ANYWHERE must hold a token of at least 16 bytes"},
 		{"negative idle timeout", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  idleTimeout: -1s\n", 3, "connections.idleTimeout: must not be negative"},
 		{"negative reserve", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  descriptorReserve: -1\n", 3, "connections.descriptorReserve: must not be negative"},
+		{"worker user", "    type: local\n", "    type: local\n    local:\n      workerUser: \"1000:\"\n", 6, `"1000:" is neither a user name nor uid:gid in numbers`},
 		{"tenant nobody can use", "    keys:\n      - name: k\n        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb\n", "", 0, "nobody can authenticate"},
 	}
 	for _, c := range cases {

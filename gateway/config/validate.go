@@ -36,6 +36,9 @@ func (v *validator) add(path, format string, args ...any) {
 // metrics labels and executionIds.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
+// workerUserPattern is a user name or uid:gid.
+var workerUserPattern = regexp.MustCompile(`^([a-z_][a-z0-9_.-]{0,31}|[0-9]{1,10}:[0-9]{1,10})$`)
+
 // tokenPattern is an HTTP token, what a WebSocket subprotocol must be.
 var tokenPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -275,6 +278,9 @@ func (v *validator) backend(path string, b *Backend) {
 		}
 		if l.DefaultTimeoutMs > protocol.MaxSupportedTimeout {
 			v.add(path+".local.defaultTimeoutMs", "must be at most %d", protocol.MaxSupportedTimeout)
+		}
+		if u := l.WorkerUser; u != "" && !workerUserPattern.MatchString(u) {
+			v.add(path+".local.workerUser", "%q is neither a user name nor uid:gid in numbers (e.g. 65534:65534)", u)
 		}
 		for _, list := range []struct {
 			key   string
