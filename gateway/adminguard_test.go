@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -81,4 +82,32 @@ func TestAdminToken(t *testing.T) {
 	if status != http.StatusForbidden {
 		t.Errorf("POST /reload with the token from a browser answered %d", status)
 	}
+}
+
+// FuzzAdminGuard: any headers are read without a panic; a request without
+// the token never passes, and one from a browser never changes state.
+func FuzzAdminGuard(f *testing.F) {
+	f.Add("POST", "http://evil.invalid", "cross-site", "text/plain", "Bearer "+adminToken)
+	f.Add("GET", "", "none", "", "Bearer x")
+	f.Add("POST", "", "", "application/json; charset=\"", "Bearer "+adminToken)
+	reached := false
+	h := gateway.AdminGuard(func() string { return adminToken })(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
+	f.Fuzz(func(t *testing.T, method, origin, site, ctype, auth string) {
+		req, err := http.NewRequest(method, "http://127.0.0.1/reload", nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Sec-Fetch-Site", site)
+		req.Header.Set("Content-Type", ctype)
+		req.Header.Set("Authorization", auth)
+		reached = false
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if reached && auth != "Bearer "+adminToken {
+			t.Fatalf("reached without the token: %q", auth)
+		}
+		if reached && req.Method == http.MethodPost && (origin != "" || (site != "" && site != "none")) {
+			t.Fatalf("a browser's POST reached the handler: origin %q, site %q", origin, site)
+		}
+	})
 }
