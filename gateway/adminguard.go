@@ -27,10 +27,12 @@ func AdminGuard(token func() string) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if want := token(); want != "" && !bearerMatches(r, want) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-admin"`)
+				w.Header().Set("Connection", "close") // no idle connection after a refusal
 				http.Error(w, AdminTokenRequired, http.StatusUnauthorized)
 				return
 			}
 			if changesState(r.Method) && fromBrowser(r) {
+				w.Header().Set("Connection", "close")
 				http.Error(w, AdminBrowserRefused, http.StatusForbidden)
 				return
 			}
