@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // TestReloadCommandSendsTheAdminToken: with admin.tokenEnv set, `gateway
@@ -25,5 +31,36 @@ func TestReloadCommandSendsTheAdminToken(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	if err != nil || string(out) != "reloaded\n" {
 		t.Fatalf("gateway reload --token-env said %q, %v", out, err)
+	}
+}
+
+// TestExecutorServerBoundsUnreleasedCalls: `--max-calls-per-connection`
+// aborts a caller that pushes calls and never releases them.
+func TestExecutorServerBoundsUnreleasedCalls(t *testing.T) {
+	srv := startExecutorServer(t, "--max-calls-per-connection", "16")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, srv.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	go func() {
+		for i := 0; i < 100; i++ {
+			if conn.Write(ctx, websocket.MessageText, []byte(`["push",["pipeline",0,["protocolVersion"],[]]]`)) != nil {
+				return
+			}
+		}
+	}()
+	var last string
+	for {
+		_, m, err := conn.Read(ctx)
+		if err != nil {
+			break
+		}
+		last = string(m)
+	}
+	if want := `["abort",["error","Error","` + capnweb.OutstandingCallsText(16) + `"]]`; last != want {
+		t.Fatalf("last frame %s, want %s", last, want)
 	}
 }

@@ -260,6 +260,8 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Int64("timeout-ms", 0, "run bound of a request that sets none, in ms (default 30000)")
 	responseLimit := fs.Int("response-limit", 0, "largest result envelope or handle answer in bytes (default: just under 1 MiB)")
 	readLimit := fs.Int64("read-limit", 0, "largest received WebSocket message in bytes (default 1 MiB)")
+	maxCalls := fs.Int("max-calls-per-connection", 16384, "calls a caller may have made on one connection and not released; one more aborts the connection")
+	wireMemory := fs.Int64("wire-memory-mb", 1024, "what every connection together may hold for its caller (calls outstanding, results not released) in MB; past it the connection holding the most is aborted")
 	workerUser := fs.String("worker-user", "", "who worker processes run as when this runs as root: a user name or uid:gid (default 65534:65534, nobody)")
 	noSeccomp := fs.Bool("disable-seccomp", false, "start worker processes without their system-call filter (a kernel without seccomp)")
 	fs.Bool("executor-server", true, "serve ExecutorApi directly (the only mode until the gateway config lands)")
@@ -301,7 +303,8 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	defer exec.Close()
 	api := executorapi.NewServer(exec, executorapi.ServerOptions{
 		ResponseLimit: *responseLimit,
-		Session:       capnweb.Options{MaxMessageSize: *readLimit},
+		Session: capnweb.Options{MaxMessageSize: *readLimit, MaxExports: *maxCalls,
+			Memory: capnweb.NewMemoryBudget(*wireMemory << 20)},
 	})
 	defer api.Close()
 

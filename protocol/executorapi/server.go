@@ -73,25 +73,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	<-sess.Done()
 }
 
-// Defaults of the sessions that serve ExecutorApi.
-const (
-	// DefaultMaxCallsPerConnection bounds the calls a caller has pushed
-	// and not released on one connection.
-	DefaultMaxCallsPerConnection = 1024
-	// DefaultWireMemory bounds what a Server's sessions hold together for
-	// their callers (capnweb.MemoryBudget).
-	DefaultWireMemory = 512 << 20
-)
+// DefaultWireMemory bounds what a Server's sessions hold together for
+// their callers (capnweb.MemoryBudget) when ServerOptions.Session sets no
+// budget.
+const DefaultWireMemory = 512 << 20
 
 // SessionOptions are base with what a session serving Target needs: plain
 // objects decoded in the order the caller wrote them, so that a json
-// module's value keeps its key order, and at most
-// DefaultMaxCallsPerConnection outstanding calls unless base sets its own.
+// module's value keeps its key order.
 func SessionOptions(base capnweb.Options) capnweb.Options {
 	base.KeepObjectOrder = true
-	if base.MaxExports <= 0 {
-		base.MaxExports = DefaultMaxCallsPerConnection
-	}
 	return base
 }
 
