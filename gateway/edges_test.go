@@ -18,14 +18,23 @@ import (
 func TestSameOriginComparesTheScheme(t *testing.T) {
 	e := start(t, nil)
 	host := strings.TrimPrefix(e.url, "http://")
-	for origin, want := range map[string]int{
-		"http://" + host:  101,
-		"https://" + host: 403,
-		"ws://" + host:    403,
+	for _, c := range []struct {
+		origin, forwarded string
+		want              int
+	}{
+		{"http://" + host, "", 101},
+		{"https://" + host, "", 403},
+		{"ws://" + host, "", 403},
+		// Behind a load balancer that terminates TLS.
+		{"https://" + host, "https", 101},
+		{"http://" + host, "https", 403},
 	} {
-		h := http.Header{"Authorization": {"Bearer " + e.keys["acme"]}, "Origin": {origin}}
-		if got := e.upgrade(t, "/v1/executor", h); got != want {
-			t.Errorf("Origin %s: status %d, want %d", origin, got, want)
+		h := http.Header{"Authorization": {"Bearer " + e.keys["acme"]}, "Origin": {c.origin}}
+		if c.forwarded != "" {
+			h.Set("X-Forwarded-Proto", c.forwarded)
+		}
+		if got := e.upgrade(t, "/v1/executor", h); got != c.want {
+			t.Errorf("Origin %s, X-Forwarded-Proto %q: status %d, want %d", c.origin, c.forwarded, got, c.want)
 		}
 	}
 }

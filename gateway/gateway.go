@@ -499,7 +499,9 @@ func newProxy(up *url.URL) *httputil.ReverseProxy {
 // originAllowed: a request without an Origin (not a browser) and a
 // same-origin one pass; any other origin must match a pattern. Same origin
 // means the same host and the same scheme: a page served over plain HTTP
-// on the gateway's host is not the origin of its TLS listener.
+// on the gateway's host is not the origin of its TLS listener. Behind a
+// load balancer that terminates TLS the scheme is its X-Forwarded-Proto,
+// a header no page can set on a WebSocket handshake.
 func originAllowed(req *http.Request, patterns []string) bool {
 	o := req.Header.Get("Origin")
 	if o == "" {
@@ -512,6 +514,8 @@ func originAllowed(req *http.Request, patterns []string) bool {
 	scheme := "http"
 	if req.TLS != nil {
 		scheme = "https"
+	} else if p := strings.ToLower(strings.TrimSpace(strings.Split(req.Header.Get("X-Forwarded-Proto"), ",")[0])); p == "https" {
+		scheme = p
 	}
 	if strings.EqualFold(u.Host, req.Host) && strings.EqualFold(u.Scheme, scheme) {
 		return true
