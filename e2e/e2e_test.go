@@ -104,7 +104,15 @@ func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string))
 // loopback port with extra flags, and waits for its address.
 func startExecutorServer(t *testing.T, args ...string) *process {
 	t.Helper()
+	return startExecutorServerEnv(t, nil, args...)
+}
+
+// startExecutorServerEnv is startExecutorServer with extra environment
+// variables.
+func startExecutorServerEnv(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(gatewayBinary(t), append([]string{"serve", "--executor-server", "--listen", "127.0.0.1:0", "--max-workers", "2"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	return startProcess(t, "the executor server", cmd, nil)
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -45,6 +46,9 @@ type Options struct {
 	// Override changes each configuration read from ConfigPath the way the
 	// command line changed the first (a listen address given as a flag).
 	Override func(*config.Config)
+	// Version is the build's version, for codemode_build_info and the
+	// spans' service.version.
+	Version string
 }
 
 // Gateway serves one configuration at a time: Reload swaps in another.
@@ -56,6 +60,7 @@ type Gateway struct {
 	groups     map[string]*group // fixed at start
 	handles    *handleRoutes
 	metrics    *metrics
+	tracing    *telemetry.Tracing // nil: tracing is off
 	state      atomic.Pointer[state]
 	// now is the clock of tenant rate limits, budgets and refusal logs.
 	now func() time.Time
@@ -96,6 +101,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(idKey), members: map[string]*member{}}
 	g.base, g.cancel = context.WithCancel(context.Background())
+	var err error
+	if g.tracing, err = startTracing(cfg.Tracing, opts.Getenv, opts.Version); err != nil {
+		g.Close()
+		return nil, err
+	}
 	for _, b := range cfg.Backends {
 		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf)
 		if err != nil {
@@ -202,6 +212,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		{"backends", cur.Backends, cfg.Backends},
 		{"pins", cur.Pins, cfg.Pins},
 		{"executionIds", cur.ExecutionIDs, cfg.ExecutionIDs},
+		{"tracing", cur.Tracing, cfg.Tracing},
 	} {
 		if !reflect.DeepEqual(c.old, c.new) {
 			return fmt.Errorf("%s changed, which takes a restart; the running configuration stays", c.what)
@@ -266,6 +277,7 @@ func (g *Gateway) Close() error {
 	for _, grp := range g.groups {
 		errs = append(errs, grp.close())
 	}
+	errs = append(errs, g.stopTracing())
 	return errors.Join(errs...)
 }
 
@@ -421,7 +433,8 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 	conns := g.metrics.connections.WithLabelValues(id.Tenant, rt.cfg.Kind)
 	conns.Inc()
 	defer conns.Dec()
-	log := t.log.With("connection", requestID(), "path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
+	connID := requestID()
+	log := t.log.With("connection", connID, "path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
 
 	switch rt.cfg.Kind {
 	case "executor":
@@ -429,9 +442,12 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		if proto != "" {
 			opts.Subprotocols = []string{proto}
 		}
+		base, span := g.tracing.StartConnection(withConnectionID(g.base, connID), req.Header,
+			telemetry.Tenant.String(id.Tenant), telemetry.URLPath.String(req.URL.Path), telemetry.Subprotocol.String(proto))
+		defer span.End()
 		sess, err := capnweb.Accept(w, req, t.api.Target(), executorapi.SessionOptions(capnweb.Options{
 			MaxMessageSize: rt.cfg.MaxMessageBytes,
-			BaseContext:    g.base,
+			BaseContext:    base,
 			Accept:         opts,
 		}))
 		if err != nil {
@@ -443,11 +459,11 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		}
 		<-sess.Done()
 		g.untrack(sess)
-		log.Info("connection closed", "duration", time.Since(start), "reason", sess.Err())
+		log.Info("connection closed", "durationMs", millis(time.Since(start)), "reason", sess.Err())
 	case "proxy":
 		req.Header.Set(tenantHeader, id.Tenant)
 		rt.upstream.ServeHTTP(w, req)
-		log.Info("proxied", "duration", time.Since(start))
+		log.Info("proxied", "durationMs", millis(time.Since(start)))
 	}
 }
 

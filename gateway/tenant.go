@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -57,7 +58,7 @@ func newTenant(t config.Tenant, g *group, gw *Gateway) *tenant {
 		gw.metrics.refusals.WithLabelValues(t.Name, string(r))
 	}
 	tn.configure(t, g)
-	tn.api = executorapi.NewServer(tn, executorapi.ServerOptions{})
+	tn.api = executorapi.NewServer(tn, executorapi.ServerOptions{Tracing: gw.tracing})
 	return tn
 }
 
@@ -201,7 +202,8 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if m != nil {
 		member = m.name
 	}
-	t.log.Info("execution", "request", requestID(), "backend", member, "outcome", oc, "wall", wall, "retained", err == nil && res.ExecutionID != "")
+	telemetry.Execution(ctx, telemetry.Tenant.String(t.name), telemetry.Backend.String(set.group.name), telemetry.Member.String(member), telemetry.Outcome.String(oc))
+	t.log.Info("execution", append(logIDs(ctx), "request", requestID(), "backend", member, "outcome", oc, "wallMs", millis(wall), "retained", err == nil && res.ExecutionID != "")...)
 	if err != nil {
 		return nil, err
 	}

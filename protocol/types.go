@@ -78,6 +78,9 @@ type ExecuteResult struct {
 	// not measure them (the remote backend) leaves them zero.
 	RunClock         time.Duration
 	OutboundRequests int
+	// QueueWait is how long the execution waited for room in its
+	// executor, for an operator's metrics. Go-only, like RunClock.
+	QueueWait time.Duration
 }
 
 // LogLevel is the console method a captured line came from.

@@ -271,6 +271,7 @@ func (d deathNote) fault() error {
 // died settles a run whose worker is gone, and returns the fault it met
 // (nil when a bound of its own ended it).
 func (r *run) died(d deathNote) error {
+	r.traceDeath(d)
 	r.runCancel()
 	r.heldCancel()
 	if h := r.held.Load(); h != nil {

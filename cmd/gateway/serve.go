@@ -21,6 +21,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -62,7 +63,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	override(cfg)
 	logger := newLogger(cfg.Log, stderr)
-	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override})
+	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: version})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
@@ -227,6 +228,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	responseLimit := fs.Int("response-limit", 0, "largest result envelope or handle answer in bytes (default: just under 1 MiB)")
 	readLimit := fs.Int64("read-limit", 0, "largest received WebSocket message in bytes (default 1 MiB)")
 	fs.Bool("executor-server", true, "serve ExecutorApi directly (the only mode until the gateway config lands)")
+	tracing := fs.Bool("tracing", false, "export OpenTelemetry traces over OTLP/HTTP, configured by the standard OTEL_* environment variables")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -262,9 +264,16 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer exec.Close()
+	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: version})
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway serve:", err)
+		return 1
+	}
+	defer tr.Shutdown(context.Background())
 	api := executorapi.NewServer(exec, executorapi.ServerOptions{
 		ResponseLimit: *responseLimit,
 		Session:       capnweb.Options{MaxMessageSize: *readLimit},
+		Tracing:       tr,
 	})
 	defer api.Close()
 

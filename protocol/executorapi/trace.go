@@ -1,0 +1,99 @@
+package executorapi
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/supolka/codemode-gateway/internal/telemetry"
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
+)
+
+// This file carries the W3C trace context across execute's options (an
+// extension: servers that do not know the members ignore them) and makes
+// the spans the server sees: the execution, its tool calls and outbound
+// requests, and handle invocations.
+
+// The option members of the extension.
+const (
+	optionTraceparent = "traceparent"
+	optionTracestate  = "tracestate"
+)
+
+// traceContextOf reads the trace context members of execute's options. A
+// member of the wrong type is a TypeError like any other option's; a
+// malformed traceparent is ignored, as the W3C recommendation asks.
+func traceContextOf(v any) (telemetry.TraceContext, error) {
+	m, ok := asMap(v)
+	if !ok {
+		return telemetry.TraceContext{}, nil // applyOptions says what is wrong
+	}
+	var tc telemetry.TraceContext
+	var err error
+	if tc.Parent, err = optionalString(m, optionTraceparent); err != nil {
+		return tc, shapeError("execute: options.%v", err)
+	}
+	if tc.State, err = optionalString(m, optionTracestate); err != nil {
+		return tc, shapeError("execute: options.%v", err)
+	}
+	return tc, nil
+}
+
+// withTraceContext adds ctx's trace context to execute's options.
+func withTraceContext(ctx context.Context, o capnweb.Object) capnweb.Object {
+	tc := telemetry.Outgoing(ctx)
+	if tc.Parent == "" {
+		return o
+	}
+	o = append(o, capnweb.Field{Key: optionTraceparent, Value: tc.Parent})
+	if tc.State != "" {
+		o = append(o, capnweb.Field{Key: optionTracestate, Value: tc.State})
+	}
+	return o
+}
+
+// requestBytes is what an execution brought in: its code and modules.
+func requestBytes(req *protocol.ExecuteRequest) int {
+	n := len(req.Code)
+	for _, p := range protocol.ModulePairsOf(req.Modules) {
+		n += len(p.Module.Source) + len(p.Module.Data)
+	}
+	return n
+}
+
+// tracedDispatch makes a span of every tool call of the execution whose
+// span is parent.
+func (s *Server) tracedDispatch(parent trace.Span, d protocol.DispatchFunc) protocol.DispatchFunc {
+	t := s.opts.Tracing
+	if t == nil {
+		return d
+	}
+	return func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+		ctx, call := t.StartToolCall(ctx, parent, provider, tool, argsJSON)
+		out, err := d(ctx, provider, tool, argsJSON)
+		call.End(out, err)
+		return out, err
+	}
+}
+
+// tracedOutbound makes a span of every request sent to the caller's
+// outbound function.
+func (s *Server) tracedOutbound(parent trace.Span, fn protocol.OutboundFunc) protocol.OutboundFunc {
+	t := s.opts.Tracing
+	if t == nil {
+		return fn
+	}
+	return func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		ctx, o := t.StartOutbound(ctx, parent, req.Method, req.URL)
+		resp, err := fn(ctx, req)
+		o.End(resp.Status, err)
+		return resp, err
+	}
+}
+
+// connectionContext starts the span of a connection ServeHTTP accepts.
+func (s *Server) connectionContext(base context.Context, r *http.Request) (context.Context, trace.Span) {
+	return s.opts.Tracing.StartConnection(base, r.Header, telemetry.URLPath.String(r.URL.Path))
+}
