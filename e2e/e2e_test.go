@@ -57,7 +57,9 @@ type process struct {
 	url string // the first address it printed
 }
 
-var listening = regexp.MustCompile(`listening on ((?:ws|http)s?://\S+)`)
+// listening finds the address in a plain line and in the JSON line of a
+// gateway that logs JSON.
+var listening = regexp.MustCompile(`listening on ((?:ws|http)s?://[^\s"]+)`)
 
 // startProcess runs cmd in its own process group (so its workers die with
 // it), logs its stderr, and waits for it to print where it listens. extra
@@ -69,7 +71,9 @@ func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = &prefixWriter{t: t}
+	if cmd.Stderr == nil {
+		cmd.Stderr = &prefixWriter{t: t}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -84,7 +88,7 @@ func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string))
 			if onLine != nil {
 				onLine(line)
 			}
-			if m := listening.FindStringSubmatch(line); m != nil && (onLine == nil || strings.HasPrefix(line, "gateway ")) {
+			if m := listening.FindStringSubmatch(line); m != nil && (onLine == nil || strings.Contains(line, "gateway listening on")) {
 				select {
 				case found <- m[1]:
 				default:

@@ -56,6 +56,7 @@ type Gateway struct {
 	log        *slog.Logger
 	getenv     config.Getenv
 	configPath string
+	version    string // the build's, from Options
 	override   func(*config.Config)
 	groups     map[string]*group // fixed at start
 	handles    *handleRoutes
@@ -93,7 +94,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
-	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{},
+	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, version: opts.Version, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{},
 		sessions: map[*capnweb.Session]struct{}{}, now: time.Now}
 	var idKey []byte
 	if env := cfg.ExecutionIDs.KeyEnv; env != "" {
@@ -223,7 +224,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		return err
 	}
 	g.state.Store(st)
-	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes))
+	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes), "configDigest", cfg.Digest)
 	return nil
 }
 

@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"context"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/supolka/codemode-gateway/backends/local"
 
@@ -28,6 +31,7 @@ type metrics struct {
 	connections  *prometheus.GaugeVec
 	authFailures *prometheus.CounterVec
 	refusals     *prometheus.CounterVec
+	queueWait    *prometheus.HistogramVec
 }
 
 func newMetrics(g *Gateway) *metrics {
@@ -94,6 +98,18 @@ func newMetrics(g *Gateway) *metrics {
 		func() float64 { return float64(ps.evictions.Load()) }))
 	f(&healthCollector{g: g, desc: prometheus.NewDesc("codemode_backend_healthy", "1 when a backend member passes its health check.", []string{"backend", "member"}, nil)})
 	f(newPoolCollector(g))
+	m.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "codemode_queue_wait_seconds",
+		Help:    "Time executions waited for room in their backend before they started, as local backends report it.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+	}, []string{"tenant", "backend"})
+	f(m.queueWait)
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codemode_build_info",
+		Help:        "Always 1; its labels say which build runs: the gateway's version, the Go version and the executor protocol version.",
+		ConstLabels: prometheus.Labels{"version": g.version, "go_version": runtime.Version(), "protocol_version": strconv.Itoa(protocol.ProtocolVersion)}},
+		func() float64 { return 1 }))
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -123,6 +139,9 @@ func newPoolCollector(g *Gateway) *poolCollector {
 		"parked":        d("codemode_worker_runs_parked", "Executions waiting on their host (a tool call, an outbound request)."),
 		"retained":      d("codemode_worker_runs_retained", "Retained executions living in worker processes."),
 		"queued":        d("codemode_executions_queued", "Executions waiting for room."),
+		"memory":        d("codemode_worker_memory_bytes", "Resident memory of the worker processes, as the pool last polled it."),
+		"maxWorkers":    d("codemode_workers_max", "The ceiling of worker processes (maxWorkers)."),
+		"poolTenants":   d("codemode_pool_tenants", "Tenants holding a worker process or waiting for one."),
 	}}
 }
 
@@ -163,6 +182,9 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge("parked", s.Parked)
 			gauge("retained", s.Retained)
 			gauge("queued", s.Queued)
+			gauge("memory", int(s.MemoryBytes))
+			gauge("maxWorkers", s.MaxWorkers)
+			gauge("poolTenants", s.Tenants)
 		}
 	}
 }
@@ -233,4 +255,14 @@ func (m *metrics) observeOutbound(tenant string, fn protocol.OutboundFunc) proto
 		m.requests.WithLabelValues(tenant, "stub").Inc()
 		return fn(ctx, req)
 	}
+}
+
+// reportsQueueWait: a local member measures how long each execution
+// waited; a remote one does not say.
+func reportsQueueWait(m *member) bool {
+	if m == nil {
+		return false
+	}
+	_, ok := m.exec.(*local.Executor)
+	return ok
 }

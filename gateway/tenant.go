@@ -195,6 +195,9 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if err == nil && res.RunClock > 0 {
 		t.m.runClock.WithLabelValues(t.name, set.group.name).Observe(res.RunClock.Seconds())
 	}
+	if err == nil && reportsQueueWait(m) {
+		t.m.queueWait.WithLabelValues(t.name, set.group.name).Observe(res.QueueWait.Seconds())
+	}
 	if err == nil && mode == protocol.OutboundNative && res.OutboundRequests > 0 {
 		t.m.requests.WithLabelValues(t.name, "native").Add(float64(res.OutboundRequests))
 	}

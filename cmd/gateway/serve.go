@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
+	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -65,10 +67,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	logger := newLogger(cfg.Log, stderr)
 	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: version})
 	if err != nil {
-		fmt.Fprintln(stderr, "gateway serve:", err)
+		logger.Error("gateway serve failed", "error", err)
 		return 1
 	}
 	defer gw.Close()
+	logger.Info("gateway starting", "version", version, "go", runtime.Version(), "protocol", protocol.ProtocolVersion,
+		"config", *cfgPath, "configDigest", cfg.Digest)
 	// SIGHUP re-reads the file; an invalid one is refused with a log line.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -80,7 +84,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}()
 	ln, scheme, err := listenMaybeTLS(cfg.Listen, gw.TLSConfig())
 	if err != nil {
-		fmt.Fprintln(stderr, "gateway serve:", err)
+		logger.Error("gateway serve failed", "error", err)
 		return 1
 	}
 	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -88,15 +92,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if cfg.Admin.Listen != "" {
 		aln, ascheme, err := listenMaybeTLS(cfg.Admin.Listen, gw.AdminTLSConfig())
 		if err != nil {
-			fmt.Fprintln(stderr, "gateway serve: admin listener:", err)
+			logger.Error("gateway serve failed: admin listener", "error", err)
 			return 1
 		}
 		adminSrv = &http.Server{Handler: gw.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go adminSrv.Serve(aln)
-		fmt.Fprintf(stdout, "admin listening on %s://%s\n", ascheme, aln.Addr())
+		announce(stdout, cfg.Log.Format, "admin listening on", fmt.Sprintf("%s://%s", ascheme, aln.Addr()))
 	}
 	// Tests and scripts read the addresses from these lines.
-	fmt.Fprintf(stdout, "gateway listening on %s://%s\n", scheme, ln.Addr())
+	announce(stdout, cfg.Log.Format, "gateway listening on", fmt.Sprintf("%s://%s", scheme, ln.Addr()))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -104,7 +108,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
-		fmt.Fprintln(stderr, "gateway serve:", err)
+		logger.Error("gateway serve failed", "error", err)
 		return 1
 	case <-ctx.Done():
 	}
@@ -160,6 +164,17 @@ func listenMaybeTLS(addr string, tc *tls.Config) (net.Listener, string, error) {
 		return ln, "http", err
 	}
 	return tls.NewListener(ln, tc), "https", nil
+}
+
+// announce writes where a listener listens to stdout, for tests and
+// scripts: a plain line, or, when the log is JSON, a JSON line whose
+// message is the same text, so that stdout holds one format.
+func announce(stdout io.Writer, format, what, url string) {
+	if format == "json" {
+		slog.New(slog.NewJSONHandler(stdout, nil)).Info(what+" "+url, "url", url)
+		return
+	}
+	fmt.Fprintf(stdout, "%s %s\n", what, url)
 }
 
 // newLogger makes the structured logger the configuration asks for.

@@ -45,6 +45,9 @@ type Config struct {
 	// Dir is the directory of the file, against which relative paths in
 	// it are resolved. Set by Load.
 	Dir string `yaml:"-"`
+	// Digest names the file's bytes in logs (the first 16 hex digits of
+	// their SHA-256). Set by Parse.
+	Digest string `yaml:"-"`
 }
 
 // Admin is the operator's listener: /metrics, /healthz, /readyz.

@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
@@ -98,6 +100,7 @@ func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error)
 		return nil, decodeProblem(file, err)
 	}
 	cfg.Dir = filepath.Dir(file)
+	cfg.Digest = digestOf(data)
 	v := &validator{file: file, src: data, getenv: getenv, numCPU: numCPU, inherited: leftOut(&cfg)}
 	cfg.applyDefaults()
 	v.validate(&cfg)
@@ -260,4 +263,11 @@ func pathSuffix(path string) string {
 		return path
 	}
 	return "." + path
+}
+
+// digestOf names a configuration's bytes in logs: the first 16 hex digits
+// of their SHA-256, enough to tell which file a replica serves.
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }
