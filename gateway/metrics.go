@@ -32,11 +32,14 @@ type metrics struct {
 	authFailures *prometheus.CounterVec
 	refusals     *prometheus.CounterVec
 	queueWait    *prometheus.HistogramVec
+	// collectors are every registered collector, for the test that checks
+	// the dashboards and alerts name only series that exist.
+	collectors []prometheus.Collector
 }
 
 func newMetrics(g *Gateway) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
-	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c); m.collectors = append(m.collectors, c) }
 	m.executions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemode_executions_total",
 		Help: "Executions by tenant, backend group and outcome (ok, user_error, timeout, memory, payload, or a fault code).",
