@@ -32,6 +32,7 @@ type metrics struct {
 	authFailures *prometheus.CounterVec
 	refusals     *prometheus.CounterVec
 	queueWait    *prometheus.HistogramVec
+	usage        usageMetrics
 	// collectors are every registered collector, for the test that checks
 	// the dashboards and alerts name only series that exist.
 	collectors []prometheus.Collector
@@ -113,6 +114,7 @@ func newMetrics(g *Gateway) *metrics {
 		func() float64 { return 1 }))
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.usage = newUsageMetrics(f)
 	return m
 }
 
@@ -268,4 +270,43 @@ func reportsQueueWait(m *member) bool {
 	}
 	_, ok := m.exec.(*local.Executor)
 	return ok
+}
+
+// usageMetrics add up, per tenant, what executions report they used
+// (protocol.Usage), so that a platform can bill or budget its own users.
+type usageMetrics struct {
+	cpu, runClock, toolCalls, requests, logBytes *prometheus.CounterVec
+	peakHeap                                     *prometheus.HistogramVec
+}
+
+func newUsageMetrics(register func(prometheus.Collector)) usageMetrics {
+	counter := func(name, help string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"tenant"})
+		register(c)
+		return c
+	}
+	u := usageMetrics{
+		cpu:       counter("codemode_usage_cpu_seconds_total", "CPU time executions used, as their executors report it (the usage extension)."),
+		runClock:  counter("codemode_usage_run_clock_seconds_total", "Run-clock time executions used, as their executors report it."),
+		toolCalls: counter("codemode_usage_tool_calls_total", "Tool calls executions made, as their executors report them."),
+		requests:  counter("codemode_usage_outbound_requests_total", "Requests executions sent with fetch, as their executors report them."),
+		logBytes:  counter("codemode_usage_log_bytes_total", "Bytes of console text executions captured, as their executors report them."),
+		peakHeap: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "codemode_usage_peak_heap_bytes",
+			Help:    "The largest heap each execution was charged, as its executor reports it.",
+			Buckets: prometheus.ExponentialBuckets(1<<20, 2, 10),
+		}, []string{"tenant"}),
+	}
+	register(u.peakHeap)
+	return u
+}
+
+// observe adds one execution's usage to its tenant's.
+func (u usageMetrics) observe(tenant string, x *protocol.Usage) {
+	u.cpu.WithLabelValues(tenant).Add(x.CPU.Seconds())
+	u.runClock.WithLabelValues(tenant).Add(x.RunClock.Seconds())
+	u.toolCalls.WithLabelValues(tenant).Add(float64(x.ToolCalls))
+	u.requests.WithLabelValues(tenant).Add(float64(x.OutboundRequests))
+	u.logBytes.WithLabelValues(tenant).Add(float64(x.LogBytes))
+	u.peakHeap.WithLabelValues(tenant).Observe(float64(x.PeakHeapBytes))
 }

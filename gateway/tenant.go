@@ -195,6 +195,9 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if err == nil && res.RunClock > 0 {
 		t.m.runClock.WithLabelValues(t.name, set.group.name).Observe(res.RunClock.Seconds())
 	}
+	if err == nil && res.Usage != nil {
+		t.m.usage.observe(t.name, res.Usage)
+	}
 	if err == nil && reportsQueueWait(m) {
 		t.m.queueWait.WithLabelValues(t.name, set.group.name).Observe(res.QueueWait.Seconds())
 	}

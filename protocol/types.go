@@ -81,6 +81,10 @@ type ExecuteResult struct {
 	// QueueWait is how long the execution waited for room in its
 	// executor, for an operator's metrics. Go-only, like RunClock.
 	QueueWait time.Duration
+	// Usage is what the execution used, when its executor measures it. It
+	// crosses the wire as the result message's optional usage member (an
+	// extension).
+	Usage *Usage
 }
 
 // LogLevel is the console method a captured line came from.

@@ -49,6 +49,12 @@ const (
 	ServerAddress = attribute.Key("server.address")
 	URLScheme     = attribute.Key("url.scheme")
 	URLPath       = attribute.Key("url.path")
+
+	UsageCPUMs         = attribute.Key("codemode.usage.cpu_ms")
+	UsagePeakHeapBytes = attribute.Key("codemode.usage.peak_heap_bytes")
+	UsageToolCalls     = attribute.Key("codemode.usage.tool_calls")
+	UsageRequests      = attribute.Key("codemode.usage.outbound_requests")
+	UsageLogBytes      = attribute.Key("codemode.usage.log_bytes")
 )
 
 // The span names.
@@ -308,3 +314,12 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // Ms is ms for the callers' attributes.
 func Ms(d time.Duration) float64 { return ms(d) }
+
+// RecordUsage puts what an execution used on its span.
+func RecordUsage(span trace.Span, u *protocol.Usage) {
+	if u == nil || !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(UsageCPUMs.Float64(ms(u.CPU)), UsagePeakHeapBytes.Int64(u.PeakHeapBytes),
+		UsageToolCalls.Int(u.ToolCalls), UsageRequests.Int(u.OutboundRequests), UsageLogBytes.Int(u.LogBytes))
+}

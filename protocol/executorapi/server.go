@@ -237,6 +237,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	msg := protocol.ResultMessageOf(res)
 	size, err := wireSize(msg)
 	span.SetAttributes(telemetry.BytesOut.Int(size))
+	telemetry.RecordUsage(span, res.Usage)
 	if err != nil || size > s.opts.ResponseLimit {
 		kept.Release()
 		if res.ExecutionID != "" {

@@ -2,6 +2,7 @@ package executorapi
 
 import (
 	"context"
+	"math"
 	"net/http"
 
 	"go.opentelemetry.io/otel/trace"
@@ -96,4 +97,37 @@ func (s *Server) tracedOutbound(parent trace.Span, fn protocol.OutboundFunc) pro
 // connectionContext starts the span of a connection ServeHTTP accepts.
 func (s *Server) connectionContext(base context.Context, r *http.Request) (context.Context, trace.Span) {
 	return s.opts.Tracing.StartConnection(base, r.Header, telemetry.URLPath.String(r.URL.Path))
+}
+
+// usageToWire is the usage member of a result message.
+func usageToWire(u *protocol.UsageMessage) capnweb.Object {
+	return capnweb.Object{{Key: "runClockMs", Value: u.RunClockMs}, {Key: "cpuMs", Value: u.CPUMs},
+		{Key: "peakHeapBytes", Value: float64(u.PeakHeapBytes)}, {Key: "toolCalls", Value: float64(u.ToolCalls)},
+		{Key: "outboundRequests", Value: float64(u.OutboundRequests)}, {Key: "logBytes", Value: float64(u.LogBytes)}}
+}
+
+// usageFromWire reads a result message's usage member; one this side
+// cannot read (another server's extension of the same name) is ignored.
+func usageFromWire(v any) *protocol.Usage {
+	m, ok := asMap(v)
+	if !ok {
+		return nil
+	}
+	num := func(key string) (float64, bool) {
+		f, ok := m[key].(float64)
+		return f, ok && f == math.Trunc(f) && f <= 1<<53
+	}
+	var u protocol.UsageMessage
+	var ok1, ok2 bool
+	u.RunClockMs, ok1 = m["runClockMs"].(float64)
+	u.CPUMs, ok2 = m["cpuMs"].(float64)
+	heap, ok3 := num("peakHeapBytes")
+	tools, ok4 := num("toolCalls")
+	reqs, ok5 := num("outboundRequests")
+	logs, ok6 := num("logBytes")
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 {
+		return nil
+	}
+	u.PeakHeapBytes, u.ToolCalls, u.OutboundRequests, u.LogBytes = int64(heap), int(tools), int(reqs), int(logs)
+	return u.Usage()
 }
