@@ -2,7 +2,9 @@
 # local backend; `make test` is the whole test suite, the same one CI runs.
 
 GO      ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The release this tree is: `git describe` of the latest v* tag (v1.2.3, or
+# v1.2.3-4-gabcdef0 past it, -dirty with local changes), or dev without one.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/gateway
 
@@ -24,12 +26,14 @@ run: build
 	./$(BIN) serve --config config.example.yaml
 
 # The test command of the README and of CI: static checks, then every test
-# with the race detector.
+# with the race detector, the deployment files' (a module of their own) too.
 test: vet interop-deps e2e-deps
 	$(GO) test -race -count=1 ./...
+	cd deploy && $(GO) test -race -count=1 ./...
 
 deps: interop-deps e2e-deps
 	$(GO) mod download
+	cd deploy && $(GO) mod download
 
 # Installs capnweb and ws exactly as package-lock.json pins them, again only
 # when the lock file changed.
@@ -56,6 +60,7 @@ e2e: e2e-deps
 
 vet:
 	$(GO) vet ./...
+	cd deploy && $(GO) vet ./...
 
 # staticcheck at a pinned version, fetched through the module proxy;
 # staticcheck.conf says which checks run.
@@ -65,6 +70,7 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
+	cd deploy && $(GO) run $(STATICCHECK) ./...
 
 # Benchmarks, side by side in one run each: Go's testing.B across the tree,
 # then the JavaScript client against the Go executor server and a capnweb +
@@ -88,4 +94,59 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)
+
+# ---- Release artifacts: static binaries with checksums, the container image ----
+
+.PHONY: release release-test rootfs image image-test
+
+DIST      := dist
+PLATFORMS := linux/amd64 linux/arm64
+# Static (no cgo), reproducible paths, no debug tables: the binary runs on
+# any Linux of its architecture, and alone in the image.
+STATIC_BUILD = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
+
+# dist/: one static binary per platform, LICENSE, NOTICE and SHA256SUMS.
+release:
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; out=$(DIST)/gateway_$(VERSION)_$${os}_$${arch}; \
+	  echo "building $$out"; GOOS=$$os GOARCH=$$arch $(STATIC_BUILD) -o $$out ./cmd/gateway; \
+	done
+	cp LICENSE NOTICE $(DIST)/
+	cd $(DIST) && sha256sum gateway_* LICENSE NOTICE > SHA256SUMS
+
+# Checks what make release built: the files, their checksums, each binary's
+# platform, static linking and version (CI: PLATFORMS=linux/amd64, which
+# reuses the image's build).
+release-test: release
+	cd deploy && DIST=../$(DIST) RELEASE_VERSION=$(VERSION) RELEASE_PLATFORMS="$(PLATFORMS)" \
+	  $(GO) test -count=1 -run '^TestRelease' -v .
+
+# bin/rootfs: every file of the container image: the static binary (for
+# GOARCH, the host's by default), CA certificates, a passwd and group file
+# naming the unprivileged user it runs as, LICENSE and NOTICE. The
+# Dockerfile's build stage runs this target too.
+ROOTFS   := bin/rootfs
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+rootfs:
+	rm -rf $(ROOTFS)
+	mkdir -p $(ROOTFS)/etc/ssl/certs $(ROOTFS)/usr/share/doc/codemode-gateway
+	$(STATIC_BUILD) -o $(ROOTFS)/gateway ./cmd/gateway
+	cp $(CA_CERTS) $(ROOTFS)/etc/ssl/certs/ca-certificates.crt
+	cp deploy/image/passwd deploy/image/group $(ROOTFS)/etc/
+	cp LICENSE NOTICE $(ROOTFS)/usr/share/doc/codemode-gateway/
+
+# The image, built with podman or docker, whichever answers, from the
+# Dockerfile's final stage over bin/rootfs (no compiler image is pulled).
+ENGINE ?= $(shell for e in podman docker; do $$e info >/dev/null 2>&1 && { echo $$e; break; }; done)
+IMAGE  ?= localhost/codemode-gateway:$(VERSION)
+image: rootfs
+	@test -n "$(ENGINE)" || { echo "make image needs podman or docker with a working engine" >&2; exit 1; }
+	$(ENGINE) build --build-arg ROOTFS=prebuilt --build-arg VERSION=$(VERSION) \
+	  --build-arg TARGETARCH=$$($(GO) env GOARCH) -t $(IMAGE) .
+
+# Inspects the image make image built: its user, entrypoint, files and
+# size, and runs the gateway and a worker process in it.
+image-test: image
+	cd deploy && ENGINE=$(ENGINE) IMAGE=$(IMAGE) IMAGE_VERSION=$(VERSION) $(GO) test -count=1 -run '^TestImage' -v .

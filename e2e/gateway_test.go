@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -217,7 +218,9 @@ func TestGatewayRemoteMemberKilledMidRun(t *testing.T) {
 		t.Fatal("the second run never made its tool call")
 	}
 	_, err := beta.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => 1`})
-	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || !strings.Contains(err.Error(), "2 executions in flight") {
+	var limit *protocol.TenantLimitError
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || !errors.As(err, &limit) ||
+		err.Error() != protocol.NewTenantLimitError("beta", "2 executions in flight", limit.RetryAfter).Error() {
 		t.Fatalf("a third run in flight gave %v, want the tenant's QUEUE_OVERFLOW", err)
 	}
 }

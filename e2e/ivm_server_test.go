@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
-	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -111,14 +111,14 @@ func TestRemoteBackendAgainstTheIsolatedVMServer(t *testing.T) {
 		timeoutMs  float64
 	}{
 		{`async () => { throw new Error('No such customer.') }`, "No such customer.", 5000},
-		{`async () => { await Promise.resolve(); while (true) {} }`, "Execution timed out at its 300 ms bound.", 300},
-		{`async () => { const a = []; for (;;) a.push(new Array(1e6).fill(1)) }`, "Execution ran out of memory at its 128 MB limit.", 20000},
-		{`async () => t.x()`, `Tool "x" not found`, 5000},
+		{`async () => { await Promise.resolve(); while (true) {} }`, protocol.NewExecutionTimeoutError(300).Error(), 300},
+		{`async () => { const a = []; for (;;) a.push(new Array(1e6).fill(1)) }`, protocol.NewMemoryLimitError(128).Error(), 20000},
+		{`async () => t.x()`, protocol.NewToolNotFoundError("x").Error(), 5000},
 	} {
 		res := run(&protocol.ExecuteRequest{Code: c.code, Timeout: protocol.TimeoutOf(c.timeoutMs),
 			Providers: []protocol.ProviderDescriptor{{Name: "t", Tools: []string{"x"}}}})
-		if !res.HasError || !strings.HasPrefix(res.Error, c.want) {
-			t.Errorf("%s: %+v, want an error starting %q", c.code, res, c.want)
+		if !res.HasError || res.Error != c.want {
+			t.Errorf("%s: %+v, want the error %q", c.code, res, c.want)
 		}
 	}
 
@@ -133,7 +133,7 @@ func TestRemoteBackendAgainstTheIsolatedVMServer(t *testing.T) {
 		t.Fatalf("outbound stub: %+v", res)
 	}
 	res = run(&protocol.ExecuteRequest{Code: `async () => { try { await fetch('https://x/') } catch (e) { return e.message } }`, Outbound: protocol.NoOutbound()})
-	if !strings.Contains(res.ResultJSON, "Outbound fetch is disabled") {
+	if res.ResultJSON != strconv.Quote(protocol.NewOutboundDisabledError().Error()) {
 		t.Fatalf("disabled outbound: %+v", res)
 	}
 

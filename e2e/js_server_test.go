@@ -5,7 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"reflect"
-	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -76,7 +76,7 @@ func TestRemoteBackendAgainstAJavaScriptServer(t *testing.T) {
 		t.Fatalf("outbound: %+v %v; the Go function saw %+v", res, err, got)
 	}
 	res, err = ex.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => { try { await fetch('https://x/') } catch (e) { return e.message } }`, Outbound: protocol.NoOutbound()})
-	if err != nil || !strings.Contains(res.ResultJSON, "Outbound fetch is disabled") {
+	if err != nil || res.ResultJSON != strconv.Quote(protocol.NewOutboundDisabledError().Error()) {
 		t.Fatalf("disabled outbound: %+v %v", res, err)
 	}
 

@@ -1,12 +1,12 @@
 package gateway
 
 import (
-	"fmt"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // bucket is one budget over a window that refills continuously: it holds
@@ -125,13 +125,13 @@ func (b *budget) admit(now time.Time) *refusal {
 	if b.clock != nil {
 		if wait := b.clock.take(now, 0, 0); wait > 0 {
 			return &refusal{reason: reasonBudgetRunClock, retryAfter: wait,
-				limit: fmt.Sprintf("a budget of %s of run-clock time per %s", b.cfg.RunClock.Std(), b.cfg.Window.Std())}
+				limit: protocol.RunClockBudget(b.cfg.RunClock.Std(), b.cfg.Window.Std())}
 		}
 	}
 	if b.execs != nil {
 		if wait := b.execs.take(now, 1, 1); wait > 0 {
 			return &refusal{reason: reasonBudgetExecutions, retryAfter: wait,
-				limit: fmt.Sprintf("a budget of %s per %s", count(b.cfg.Executions, "execution", "executions"), b.cfg.Window.Std())}
+				limit: protocol.ExecutionBudget(b.cfg.Executions, b.cfg.Window.Std())}
 		}
 	}
 	return nil
@@ -149,12 +149,4 @@ func (b *budget) charge(now time.Time, runClock time.Duration) {
 	if b != nil && b.clock != nil && runClock > 0 {
 		b.clock.charge(now, float64(runClock))
 	}
-}
-
-// count writes n with the singular or plural noun.
-func count[N int | int64 | float64](n N, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%v %s", n, one)
-	}
-	return fmt.Sprintf("%v %s", n, many)
 }

@@ -643,7 +643,8 @@ func TestExecutionIDsRouteAcrossReplicas(t *testing.T) {
 	}
 	// Texts name the client's id, never the backend's.
 	_, err = bGlobex.InvokeHandle(testCtx(t), id, "websocket", protocol.OutboundRequest{Method: "GET", URL: "/"})
-	if err == nil || !strings.Contains(err.Error(), `"`+id+`"`) {
+	var plain *capnweb.Error
+	if !errors.As(err, &plain) || plain.Message != protocol.NewHandleNotFoundError(id, "websocket", []string{"fetch"}).Error() {
 		t.Fatalf("an unknown handle name gave %v, want the text to name %q", err, id)
 	}
 	if err := bGlobex.CloseHandles(testCtx(t), id); err != nil {
@@ -901,4 +902,47 @@ func TestCloseTellsClientsToReconnect(t *testing.T) {
 	if err := sess.Err(); !errors.As(err, &be) || be.CloseCode != 1001 || be.Reason != gateway.GoingAwayReason {
 		t.Fatalf("the session ended with %v, want 1001 %q", err, gateway.GoingAwayReason)
 	}
+}
+
+// TestRemoteMemberClosingHandlesReachesTheCaller: a remote member that
+// closes a retained execution by itself (its idle bound) releases its
+// duplicate of the gateway's outbound function; the gateway drops the pin
+// and releases the caller's duplicated stub then, and the caller hears of
+// it under the id it was given, without another call.
+func TestRemoteMemberClosingHandlesReachesTheCaller(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "globex")
+	closed := make(chan string, 1)
+	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{
+		Code:          "retain",
+		RetainHandles: true,
+		Outbound: protocol.OutboundVia(func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+			return protocol.OutboundResponse{Status: 200}, nil
+		}),
+		HandlesClosed: func(id string) { closed <- id },
+	})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("no grant: %+v, %v", res, err)
+	}
+	pins := func() string { return e.metric(t, "codemode_pins") }
+	if got := pins(); got != "1" {
+		t.Fatalf("codemode_pins = %s after a grant, want 1", got)
+	}
+	select {
+	case id := <-closed:
+		t.Fatalf("HandlesClosed(%q) before anything closed", id)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if n := e.far.ExpireAll(); n != 1 {
+		t.Fatalf("the member held %d executions, want 1", n)
+	}
+	select {
+	case id := <-closed:
+		if id != res.ExecutionID {
+			t.Fatalf("HandlesClosed(%q), want the granted id %q", id, res.ExecutionID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the caller never heard that the member closed the handles")
+	}
+	waitFor(t, func() bool { return pins() == "0" }, "the pin to go when the member closed (codemode_pins %s)", pins())
 }

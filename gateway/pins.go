@@ -129,21 +129,6 @@ func (ps *pins) closeAll() int {
 	return len(all)
 }
 
-// dropInner forgets the pin of a backend's executionId, when the backend
-// closed its handles on its own.
-func (ps *pins) dropInner(inner string) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for _, id := range ps.all.Keys() {
-		if p, _ := ps.all.Peek(id); p.inner == inner {
-			ps.dropping = true
-			ps.all.Remove(id)
-			ps.dropping = false
-			return
-		}
-	}
-}
-
 func (ps *pins) len() int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()

@@ -178,3 +178,11 @@ func refuseConnection(w http.ResponseWriter, t *tenant, maxConns int) {
 func retryAfterSeconds(d time.Duration) int {
 	return max(1, int((d+time.Second-1)/time.Second))
 }
+
+// count writes n with the singular or plural noun.
+func count[N int | int64 | float64](n N, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%v %s", n, one)
+	}
+	return fmt.Sprintf("%v %s", n, many)
+}

@@ -315,7 +315,7 @@ func TestDrainingRefusalIsCounted(t *testing.T) {
 	rig := newRig(t, config.Policy{})
 	rig.gw.draining.Store(true)
 	err := rig.execute()
-	if err == nil || err.Error() != drainingText || protocol.CodeOf(err) != protocol.CodeQueueOverflow {
+	if err == nil || err.Error() != protocol.NewDrainingError().Error() || protocol.CodeOf(err) != protocol.CodeQueueOverflow {
 		t.Fatalf("got %v", err)
 	}
 	if rig.refusals(t, reasonDraining) != 1 {

@@ -86,10 +86,6 @@ func (t *tenant) configure(c config.Tenant, g *group) {
 	t.settings.Store(s)
 }
 
-// drainingText is the refusal while the gateway drains: the caller should
-// go elsewhere, not wait here, so it names no delay.
-const drainingText = "This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it."
-
 // admit holds one execution to the tenant's bounds: the rate, the
 // concurrency cap and the budget, in that order. On success the execution
 // is counted in flight and paid for, and release undoes the count; a
@@ -105,7 +101,7 @@ func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
 				wait = time.Second // unreachable: burst is at least one
 			}
 			return nil, &refusal{reason: reasonRate, retryAfter: wait,
-				limit: count(set.policy.Rate, "execution started per second", "executions started per second")}
+				limit: protocol.RateBound(set.policy.Rate)}
 		}
 	}
 	unreserve := func() {
@@ -117,7 +113,7 @@ func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
 		t.inFlight.Add(-1)
 		unreserve()
 		return nil, &refusal{reason: reasonConcurrency, retryAfter: concurrencyRetry(t.wall.get(), n-1),
-			limit: count(set.policy.MaxConcurrent, "execution in flight", "executions in flight")}
+			limit: protocol.InFlightBound(set.policy.MaxConcurrent)}
 	}
 	if r := set.budget.admit(now); r != nil {
 		t.inFlight.Add(-1)
@@ -131,7 +127,7 @@ func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
 func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
 	if t.draining.Load() {
 		t.refuse(refusal{reason: reasonDraining, limit: "a drain for a restart"})
-		return nil, protocol.NewFault(protocol.CodeQueueOverflow, drainingText)
+		return nil, protocol.NewDrainingError()
 	}
 	set := t.settings.Load()
 	release, ref := t.admit(set)
@@ -144,14 +140,23 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	defer t.m.inFlight.WithLabelValues(t.name).Dec()
 
 	r := *req // the caller's request is not ours to change
+	// outer is the id this gateway granted, known once the backend answered
+	// (granted closes then).
+	var outer string
 	if req.RetainHandles {
+		granted := make(chan struct{})
+		defer close(granted)
 		// The pin goes when the backend closes the handles itself (the
 		// idle bound, a crash), not only on the next call that finds them
-		// gone. Backends that cannot tell never call this.
-		r.HandlesClosed = func(inner string) {
-			t.routes.pins.dropInner(inner)
+		// gone, and the caller hears of it under the id it was given.
+		r.HandlesClosed = func(string) {
+			<-granted
+			if outer == "" {
+				return
+			}
+			t.routes.pins.drop(outer)
 			if req.HandlesClosed != nil {
-				req.HandlesClosed(inner)
+				req.HandlesClosed(outer)
 			}
 		}
 	}
@@ -216,6 +221,7 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if res.ExecutionID != "" {
 		out := *res
 		out.ExecutionID = t.routes.grant(m, t.name, res.ExecutionID, set.policy.MaxHandles)
+		outer = out.ExecutionID
 		return &out, nil
 	}
 	return res, nil

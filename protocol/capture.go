@@ -3,11 +3,12 @@ package protocol
 import "sync"
 
 // ConsoleCapture collects the console lines of one run under
-// ConsoleCaptureLimit, charging each line LogLineWireSize. A line that fits
-// within the bound is kept whole. The first line that does not is dropped
-// whole, capture stops, and one warn line with ConsoleCaptureMessage takes
+// ConsoleCaptureLimit, charging each line LogLineWireSize. A line that
+// leaves the total below the bound is kept whole. The first line that meets
+// the bound (lands exactly on it or past it) is dropped whole, capture stops, and one warn line with ConsoleCaptureMessage takes
 // the place of that line and of every later one; the run goes on. Safe for
-// concurrent use.
+// concurrent use. It is the one implementation of the console bound: the
+// sandbox captures through it.
 type ConsoleCapture struct {
 	mu      sync.Mutex
 	limit   int
@@ -34,7 +35,7 @@ func (c *ConsoleCapture) Add(level LogLevel, text string) bool {
 	}
 	l := LogLine{Level: level, Text: text}
 	cost := LogLineWireSize(l)
-	if c.used+cost > c.limit {
+	if c.used+cost >= c.limit {
 		c.stopped = true
 		c.lines = append(c.lines, LogLine{Level: LogLevelWarn, Text: ConsoleCaptureMessage})
 		return false

@@ -12,8 +12,10 @@ func TestConsoleCaptureEmptyLinesFillTheBound(t *testing.T) {
 	for c.Add(LogLevelLog, "") {
 		kept++
 	}
-	// An empty line costs 26 bytes: the bound holds 65536/26 of them.
-	if want := ConsoleCaptureLimit / 26; kept != want {
+	// An empty line costs 26 bytes: the total stays below the bound for
+	// 65535/26 of them (65536 is no multiple of 26, so the next one passes
+	// it).
+	if want := (ConsoleCaptureLimit - 1) / 26; kept != want {
 		t.Errorf("kept %d empty lines, want %d", kept, want)
 	}
 	if c.Used() != kept*26 || !c.Stopped() {
@@ -43,10 +45,18 @@ func TestConsoleCaptureDropsTheLineThatMeetsTheBoundWhole(t *testing.T) {
 	if len(got) != 2 || got[0] != first || got[1].Text != ConsoleCaptureMessage {
 		t.Errorf("got %#v", got)
 	}
-	// A line that lands exactly on the bound fits.
+	// The line that meets the bound exactly is dropped whole, and capture
+	// stops; one byte less is kept.
 	c = NewConsoleCapture(100)
-	if !c.Add(LogLevelLog, strings.Repeat("a", 74)) || c.Used() != 100 || c.Stopped() {
-		t.Errorf("exact fit: used %d stopped %v", c.Used(), c.Stopped())
+	if c.Add(LogLevelLog, strings.Repeat("a", 74)) || c.Used() != 0 || !c.Stopped() {
+		t.Errorf("a line landing on the bound: used %d stopped %v", c.Used(), c.Stopped())
+	}
+	if got := c.Lines(); len(got) != 1 || got[0] != (LogLine{LogLevelWarn, ConsoleCaptureMessage}) {
+		t.Errorf("a line landing on the bound: lines %#v", got)
+	}
+	c = NewConsoleCapture(100)
+	if !c.Add(LogLevelLog, strings.Repeat("a", 73)) || c.Used() != 99 || c.Stopped() {
+		t.Errorf("one byte under the bound: used %d stopped %v", c.Used(), c.Stopped())
 	}
 	// Escapes are charged: a control character costs six bytes.
 	c = NewConsoleCapture(0)

@@ -302,22 +302,6 @@ func (e *BufferGrowthAbsentError) Error() string {
 	return e.Name + " is absent from this runtime because a buffer that grows after it is created is allocated outside the memory limit this execution is metered against. Ask for the length you need when you create the buffer."
 }
 
-// SharedMemoryAbsentError: SharedArrayBuffer was constructed. The contract
-// declares SharedArrayBuffer.prototype.grow absent, so the constructor must
-// exist for grow to live on its prototype; a run has no second thread, so
-// constructing one is refused too. The sandbox raises it as a
-// NotSupportedError DOMException.
-//
-//	SharedArrayBuffer cannot be constructed in this runtime, because a run has no second thread to share memory with. Use ArrayBuffer, with the length you need when you create it.
-type SharedMemoryAbsentError struct{}
-
-// NewSharedMemoryAbsentError composes the text.
-func NewSharedMemoryAbsentError() *SharedMemoryAbsentError { return &SharedMemoryAbsentError{} }
-
-func (*SharedMemoryAbsentError) Error() string {
-	return "SharedArrayBuffer cannot be constructed in this runtime, because a run has no second thread to share memory with. Use ArrayBuffer, with the length you need when you create it."
-}
-
 // CacheStorageAbsentError: a member of caches was used.
 //
 //	Cache storage is absent from this runtime because nothing survives an execution. Return what should persist in the result and take it back as an input on the next call.
@@ -461,6 +445,35 @@ const (
 	tenantLimitMiddle = `" is at its bound of `
 	tenantLimitSuffix = ", so this execution was turned away before it started."
 )
+
+// The bounds a TenantLimitError names, in the words its text uses.
+
+// RateBound is a bound on executions started per second.
+func RateBound(perSecond float64) string {
+	return countOf(FormatJSNumber(perSecond), perSecond == 1, "execution started per second", "executions started per second")
+}
+
+// InFlightBound is a bound on executions in flight at once.
+func InFlightBound(n int) string {
+	return countOf(strconv.Itoa(n), n == 1, "execution in flight", "executions in flight")
+}
+
+// ExecutionBudget is a budget of n executions per window.
+func ExecutionBudget(n int, window time.Duration) string {
+	return "a budget of " + countOf(strconv.Itoa(n), n == 1, "execution", "executions") + " per " + window.String()
+}
+
+// RunClockBudget is a budget of run-clock time per window.
+func RunClockBudget(runClock, window time.Duration) string {
+	return "a budget of " + runClock.String() + " of run-clock time per " + window.String()
+}
+
+func countOf(n string, one bool, singular, plural string) string {
+	if one {
+		return n + " " + singular
+	}
+	return n + " " + plural
+}
 
 func (e *TenantLimitError) Error() string {
 	return tenantLimitPrefix + e.Tenant + tenantLimitMiddle + e.Limit + tenantLimitSuffix + retrySentence(e.RetryAfter)

@@ -173,15 +173,6 @@ func TestCacheStorageAbsentErrorText(t *testing.T) {
 	}
 }
 
-// Not quoted by the contract; composed in its grammar (see its type).
-func TestSharedMemoryAbsentErrorText(t *testing.T) {
-	got := NewSharedMemoryAbsentError().Error()
-	want := "SharedArrayBuffer cannot be constructed in this runtime, because a run has no second thread to share memory with. Use ArrayBuffer, with the length you need when you create it."
-	if got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-}
-
 func TestHandleNotFoundErrorText(t *testing.T) {
 	got := NewHandleNotFoundError("ex-1", "scheduled", []string{"fetch"}).Error()
 	want := `Execution "ex-1" has no handle named "scheduled". The granted handles are: fetch.`
@@ -322,7 +313,15 @@ func TestDeclaredFailureGrammar(t *testing.T) {
 		NewTenantLimitError("t", "1 execution in flight", time.Second),
 		NewResponseTooLargeError(2, 1),
 		&InvalidTimeoutError{Millis: -1},
-		NewSharedMemoryAbsentError(),
+		NewSourceTooLargeError("program", 2, 1),
+		NewSourceNestingError("program", 1, 1),
+		NewHostCallBacklogError(1),
+		NewHostAnswerTooLargeError(),
+		NewNotAResponseError(),
+		NewNetworkErrorResponseError(),
+		NewDeliveryTooLargeError(DeliveryExecution, 2, 1),
+		NewDeliveryTooLargeError(DeliveryHandleRequest, 2, 1),
+		NewDrainingError(),
 		errors.New(ConsoleCaptureMessage),
 	} {
 		text := err.Error()

@@ -47,9 +47,11 @@ type ExecuteRequest struct {
 	// HandlesClosed, when set, is called once, on its own goroutine, when
 	// a retained execution of this request moves to Closed, whatever closed
 	// it: CloseHandles, the idle bound, a run bound, a crash, Close. Go-only:
-	// it does not cross the wire, and an executor that cannot tell (the
-	// remote backend) never calls it. Whoever keeps something alive for
-	// the handles (a duplicated outbound stub, a pin) lets go of it here.
+	// it does not cross the wire. The remote backend calls it when the
+	// server releases its duplicate of the outbound function, or when the
+	// session ends; without an outbound function it cannot tell sooner.
+	// Whoever keeps something alive for the handles (a duplicated outbound
+	// stub, a pin) lets go of it here.
 	HandlesClosed func(executionID string)
 }
 

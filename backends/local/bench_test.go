@@ -128,7 +128,11 @@ func benchInProcess(b *testing.B, job sandbox.Job, want string) {
 
 func benchInProcessAt(b *testing.B, inFlight int, job sandbox.Job, want string) {
 	measure(b, inFlight, func() error {
-		return checkResult(sandbox.Run(context.Background(), job, directHost{}), want)
+		res, err := sandbox.Run(context.Background(), job, directHost{})
+		if err != nil {
+			return err
+		}
+		return checkResult(res, want)
 	})
 }
 

@@ -83,6 +83,9 @@ type message struct {
 	// Ended says a retained session is gone (invokeAnswer, ended): Err is
 	// the bound's text that ended it, empty when it was released.
 	Ended bool `json:"ended,omitempty"`
+	// Broken says the sandbox itself broke (result, invokeAnswer, ended):
+	// the call fails with an INTERNAL fault, and a result has no envelope.
+	Broken bool `json:"broken,omitempty"`
 }
 
 // initMessage carries the per-worker limits.
@@ -108,6 +111,19 @@ var (
 	errFrameEmpty    = errors.New("empty frame")
 	errFrameTooLarge = errors.New("frame exceeds its bound")
 )
+
+// frameTooLargeError is a message the writer refused to send: larger than
+// the reader's bound. It matches errFrameTooLarge.
+type frameTooLargeError struct {
+	kind      string
+	size, max int
+}
+
+func (e *frameTooLargeError) Error() string {
+	return fmt.Sprintf("%s frame of %d bytes: %v (%d)", e.kind, e.size, errFrameTooLarge, e.max)
+}
+
+func (e *frameTooLargeError) Is(target error) bool { return target == errFrameTooLarge }
 
 // frameBufKeep is the largest frame buffer kept for reuse; a rare large
 // frame (a job with a big module map) does not pin its memory afterwards.
@@ -139,7 +155,7 @@ func (fw *frameWriter) write(m *message, max int) error {
 	frame = frame[:len(frame)-1] // Encode's newline
 	n := len(frame) - frameHeaderSize
 	if n > max {
-		return fmt.Errorf("%s frame of %d bytes: %w (%d)", m.Kind, n, errFrameTooLarge, max)
+		return &frameTooLargeError{kind: m.Kind, size: n, max: max}
 	}
 	binary.BigEndian.PutUint32(frame, uint32(n))
 	_, err := fw.w.Write(frame)

@@ -209,9 +209,13 @@ func (h *held) answer(m *message) bool {
 }
 
 // ended records that the session ended in the worker (the watcher calls
-// it): released, or ended by a bound with its text.
-func (h *held) ended(text string) {
-	h.endText = text
+// it): released, ended by a bound with its text, or broken.
+func (h *held) ended(m *message) {
+	if m.Broken {
+		h.endErr = sandbox.InternalFault()
+	} else {
+		h.endText = m.Err
+	}
 	close(h.gone)
 }
 
@@ -271,8 +275,8 @@ func (h *held) run() {
 			req := c.req
 			if err := r.w.p.send(&message{Kind: kindInvoke, Run: r.id, ID: seq, OutboundRequest: &req}); err != nil {
 				h.cur.Store(0)
-				if errors.Is(err, errFrameTooLarge) {
-					c.reply <- heldAnswer{err: errors.New("The request is too large to deliver to the fetch handler. Send a smaller body.")}
+				if big, ok := err.(*frameTooLargeError); ok {
+					c.reply <- heldAnswer{err: protocol.NewDeliveryTooLargeError(protocol.DeliveryHandleRequest, big.size, big.max)}
 					idle.Reset(e.opts.HandlesIdleTimeout)
 					continue
 				}
@@ -286,8 +290,10 @@ func (h *held) run() {
 					switch {
 					case m.Ended:
 						<-h.gone
-						c.reply <- heldAnswer{err: h.boundError(m.Err)}
+						c.reply <- heldAnswer{err: h.goneError()}
 						return
+					case m.Broken:
+						c.reply <- heldAnswer{err: sandbox.InternalFault()}
 					case m.HasErr:
 						c.reply <- heldAnswer{err: errors.New(m.Err)}
 					default:

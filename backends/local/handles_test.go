@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -178,14 +177,15 @@ func TestHandlesRejectionsKeepServing(t *testing.T) {
 		if (p === '/big') return new Response(new Uint8Array(200000))
 		return new Response('n=' + n)
 	} } }`})
+	bigAnswer := protocol.HandleAnswerWireSize(protocol.OutboundResponse{Status: 200, Body: make([]byte, 200000)})
 	for path, want := range map[string]string{
 		"/throw": "No such order.",
-		"/plain": "something other than a Response",
-		"/big":   string(protocol.PartHandleAnswer),
+		"/plain": protocol.NewNotAResponseError().Error(),
+		"/big":   protocol.NewPayloadTooLargeError(protocol.PartHandleAnswer, bigAnswer, protocol.PayloadLimit).Error(),
 	} {
 		_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq(path))
-		if err == nil || protocol.CodeOf(err) != "" || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s: %v, want a rejection with %q", path, err, want)
+		if err == nil || protocol.CodeOf(err) != "" || err.Error() != want {
+			t.Fatalf("%s: %v, want the rejection %q", path, err, want)
 		}
 	}
 	_, err := e.InvokeHandle(testCtx(t), id, "other", getReq("/"))

@@ -36,7 +36,7 @@ const (
 )
 
 // runFunc is sandbox.Run's signature; tests of the pool may swap it.
-type runFunc func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult
+type runFunc func(ctx context.Context, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, error)
 
 // workerRun is the run function a worker uses; nil is the sandbox, each run
 // in a runtime prepared ahead of time. It is a variable only so that a test
@@ -327,11 +327,12 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 	host := &workerHost{s: s, run: r.id}
 	var res *protocol.ExecuteResult
 	var kept *sandbox.Retained
+	var err error
 	if s.run != nil {
-		res = s.runStandIn(ctx, job, host)
+		res, err = s.runStandIn(ctx, job, host)
 	} else {
 		rt := s.nextRuntime(ctx, r.id)
-		res, kept = runSandbox(ctx, rt, job, host)
+		res, kept, err = runSandbox(ctx, rt, job, host)
 	}
 	if kept != nil {
 		go s.refill()
@@ -346,18 +347,24 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 	s.forgetRun(r)
 	// A failed write means the parent is gone; the read loop sees stdin
 	// end and exits.
-	_ = s.send(&message{Kind: kindResult, Run: r.id, Result: res, OverLimit: overLimit, CPUNanos: int64(cpu), PeakHeap: peak})
+	ans := &message{Kind: kindResult, Run: r.id, Result: res, OverLimit: overLimit, CPUNanos: int64(cpu), PeakHeap: peak}
+	if err != nil {
+		// The sandbox broke (an INTERNAL fault): no envelope.
+		ans.Result, ans.Broken = nil, true
+	}
+	_ = s.send(ans)
 	s.refill()
 }
 
 // runSandbox runs job in rt; a Go panic that escapes it ends the worker
 // (exitOnPanic).
-func runSandbox(ctx context.Context, rt *sandbox.Prepared, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, *sandbox.Retained) {
+func runSandbox(ctx context.Context, rt *sandbox.Prepared, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, *sandbox.Retained, error) {
 	defer exitOnPanic()
 	if job.RetainHandles {
 		return rt.RunRetained(ctx, job, host)
 	}
-	return rt.Run(ctx, job, host), nil
+	res, err := rt.Run(ctx, job, host)
+	return res, nil, err
 }
 
 // exitOnPanic, deferred by a run, turns a Go panic that escaped it into
@@ -373,17 +380,17 @@ func exitOnPanic() {
 // runStandIn calls a test's run function holding the gate for the whole
 // run (the function may let go of it around a host call it waits on, as
 // the sandbox does).
-func (s *workerServer) runStandIn(ctx context.Context, job sandbox.Job, host *workerHost) *protocol.ExecuteResult {
+func (s *workerServer) runStandIn(ctx context.Context, job sandbox.Job, host *workerHost) (*protocol.ExecuteResult, error) {
 	defer exitOnPanic()
 	if !host.Enter(ctx, time.Duration(job.TimeoutMs)*time.Millisecond) {
-		return &protocol.ExecuteResult{Error: context.Cause(ctx).Error(), HasError: true}
+		return &protocol.ExecuteResult{Error: context.Cause(ctx).Error(), HasError: true}, nil
 	}
 	defer host.Leave()
-	res := s.run(ctx, job, host)
-	if res == nil {
+	res, err := s.run(ctx, job, host)
+	if res == nil && err == nil {
 		res = &protocol.ExecuteResult{}
 	}
-	return res
+	return res, err
 }
 
 // preparedRuntime is a runtime built ahead of its job, with the heap
@@ -451,7 +458,7 @@ func (s *workerServer) serveRetained(ctx context.Context, r *hostedRun, kept *sa
 		select {
 		case m := <-r.invokes:
 			inv := kept.Invoke(*m.OutboundRequest)
-			ans := &message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended}
+			ans := &message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended, Broken: inv.Broken}
 			if !inv.HasErr {
 				ans.OutboundResponse = &inv.Response
 			}
@@ -459,13 +466,15 @@ func (s *workerServer) serveRetained(ctx context.Context, r *hostedRun, kept *sa
 				ans.OverLimit = s.gate.overLimit(r.id)
 			}
 			if err := s.send(ans); errors.Is(err, errFrameTooLarge) {
-				_ = s.send(&message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, HasErr: true, Err: sandbox.InternalErrorText})
+				// An answer inside PayloadLimit always fits a frame: the
+				// executor broke.
+				_ = s.send(&message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, HasErr: true, Broken: true})
 			}
 			if inv.Ended {
 				return
 			}
 		case <-kept.Done():
-			_ = s.send(&message{Kind: kindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, OverLimit: s.gate.overLimit(r.id)})
+			_ = s.send(&message{Kind: kindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, Broken: kept.Broken(), OverLimit: s.gate.overLimit(r.id)})
 			return
 		case <-r.release:
 			kept.Close()

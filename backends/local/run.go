@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -167,7 +166,7 @@ func serveHostCall(ctx context.Context, p *process, req *protocol.ExecuteRequest
 	if ctx.Err() == nil || req.RetainHandles {
 		if err := p.send(ans); errors.Is(err, errFrameTooLarge) {
 			_ = p.send(&message{Kind: ans.Kind, ID: m.ID, HasErr: true,
-				Err: "The host's answer is too large to deliver to the sandbox."})
+				Err: protocol.NewHostAnswerTooLargeError().Error()})
 		}
 	}
 }
@@ -176,7 +175,7 @@ func serveHostCall(ctx context.Context, p *process, req *protocol.ExecuteRequest
 func refuseHostCall(ctx context.Context, p *process, m *message) {
 	if ctx.Err() == nil {
 		_ = p.send(&message{Kind: answerKind(m.Kind), ID: m.ID, HasErr: true,
-			Err: fmt.Sprintf("Too many host calls in flight: at most %d may wait at once. Await some before starting more.", maxOpenHostCalls+maxHostBacklog)})
+			Err: protocol.NewHostCallBacklogError(maxOpenHostCalls + maxHostBacklog).Error()})
 	}
 }
 

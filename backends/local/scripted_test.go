@@ -22,7 +22,17 @@ import (
 // The worker runs it holding the CPU gate, as the sandbox holds it while it
 // executes; "sleep" and "dispatch" let go of it while they wait, as the
 // sandbox's loop does, so that sibling runs of the worker go on meanwhile.
-func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
+//
+// The one-line program "broken" ends as a run the sandbox broke under: an
+// INTERNAL fault and no envelope.
+func scriptedRun(ctx context.Context, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, error) {
+	if strings.TrimSpace(job.Code) == "broken" {
+		return nil, sandbox.InternalFault()
+	}
+	return scriptedEnvelope(ctx, job, host), nil
+}
+
+func scriptedEnvelope(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
 	gate, _ := host.(sandbox.Gate)
 	outside := func() func() {
 		if gate == nil {

@@ -1,12 +1,12 @@
 package local
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/supolka/codemode-gateway/backends/local/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -68,11 +68,11 @@ func (w *worker) start(r *run) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, errFrameTooLarge) {
+	if big, ok := err.(*frameTooLargeError); ok {
 		w.forget(r)
 		r.runCancel()
 		w.e.runGone(w, r, 0)
-		return fmt.Errorf("local: %w", err)
+		return protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, big.size, big.max)
 	}
 	// The pipe is broken: the worker is dying, and its death settles r.
 	w.kill(killProtocol, 0)
@@ -182,8 +182,17 @@ func (w *worker) frame(m *message) {
 // result settles a run. A run granted handles stays registered: its
 // session lives on in the worker.
 func (w *worker) result(r *run, m *message) {
-	if m.Result == nil || r.granted {
+	if (m.Result == nil) == !m.Broken || r.granted {
 		w.kill(killProtocol, 0)
+		return
+	}
+	if m.Broken {
+		// The sandbox broke under this run: an INTERNAL fault, no envelope.
+		r.runCancel()
+		w.forget(r)
+		w.e.runGone(w, r, 0)
+		r.heldCancel()
+		r.settle(runOutcome{err: sandbox.InternalFault()})
 		return
 	}
 	if m.OverLimit {
@@ -214,7 +223,7 @@ func (w *worker) sessionEnded(r *run, h *held, m *message) {
 	r.heldCancel()
 	w.e.runGone(w, r, 0)
 	if h != nil {
-		h.ended(m.Err)
+		h.ended(m)
 	}
 }
 

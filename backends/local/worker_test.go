@@ -19,8 +19,16 @@ type workerPipe struct {
 	exit       chan int
 }
 
-func startWorker(t testing.TB, run runFunc) *workerPipe {
+// startWorker serves a worker on pipes with run as its run function (nil:
+// the sandbox); run answers with an envelope, never a fault.
+func startWorker(t testing.TB, envelopeOf func(context.Context, sandbox.Job, sandbox.Host) *protocol.ExecuteResult) *workerPipe {
 	t.Helper()
+	var run runFunc
+	if envelopeOf != nil {
+		run = func(ctx context.Context, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, error) {
+			return envelopeOf(ctx, job, host), nil
+		}
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	w := &workerPipe{toWorker: inW, fromWorker: outR, exit: make(chan int, 1)}

@@ -8,7 +8,7 @@
 //	gateway check-config --config F   validate a configuration file
 //	gateway reload                    re-read a running gateway's configuration
 //	gateway hash-key                  hash an API key for the configuration
-//	gateway version                   print the build and protocol versions
+//	gateway version                   print the version, Go and protocol versions
 package main
 
 import (
@@ -17,11 +17,7 @@ import (
 	"os"
 
 	"github.com/supolka/codemode-gateway/backends/local"
-	"github.com/supolka/codemode-gateway/protocol"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
 
 func main() {
 	// A process the local executor's pool started as a worker serves jobs
@@ -38,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version", "-version", "--version":
-		fmt.Fprintf(stdout, "gateway %s (executor protocol %d)\n", version, protocol.ProtocolVersion)
+		fmt.Fprint(stdout, versionLine())
 		return 0
 	case "serve":
 		return serve(args[1:], stdout, stderr)
@@ -78,7 +74,8 @@ commands:
              make a running gateway re-read its configuration (as SIGHUP)
   hash-key   read an API key on standard input and print the hash to
              configure (--new makes a fresh key)
-  version    print the build version and the executor protocol version
+  version    print the gateway's version, the Go release it was built
+             with and the executor protocol version
   help       print this text
 `)
 }

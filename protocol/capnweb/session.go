@@ -514,6 +514,9 @@ func (ex *export) releaseOwned() []func() {
 	if st, ok := ex.value.(*Stub); ok {
 		post = append(post, st.Release)
 	}
+	if d, ok := ex.value.(Disposer); ok {
+		post = append(post, func() { go d.Dispose() })
+	}
 	return post
 }
 

@@ -784,3 +784,39 @@ func TestCallbackFromServerToClient(t *testing.T) {
 	waitStats(t, srv, Stats{Imports: 1, Exports: 1})
 	waitStats(t, c, Stats{Imports: 1, Exports: 1})
 }
+
+// disposable is a target that reports when the peer is done with it.
+type disposable struct{ disposed chan struct{} }
+
+func (d *disposable) CallMethod(context.Context, string, []any) (any, error) { return nil, nil }
+func (d *disposable) Dispose()                                               { close(d.disposed) }
+
+// A Disposer target learns when the peer releases its last reference, and
+// when the session ends with it still exported.
+func TestDisposerRunsWhenThePeerIsDone(t *testing.T) {
+	r := newRaw(t, nil)
+	released := &disposable{disposed: make(chan struct{})}
+	r.sess.Main().Invoke("take", released)
+	r.expect(`["push",["pipeline",0,["take"],[["export",-1]]]]`)
+	select {
+	case <-released.disposed:
+		t.Fatal("disposed while the peer still holds it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	r.send(`["release",-1,1]`)
+	select {
+	case <-released.disposed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not disposed after the peer released it")
+	}
+
+	held := &disposable{disposed: make(chan struct{})}
+	r.sess.Main().Invoke("take", held)
+	r.expect(`["push",["pipeline",0,["take"],[["export",-2]]]]`)
+	r.sess.Close()
+	select {
+	case <-held.disposed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not disposed when the session ended")
+	}
+}

@@ -178,6 +178,14 @@ type Target interface {
 	CallMethod(ctx context.Context, name string, args []any) (any, error)
 }
 
+// Disposer is implemented by targets that want to know when the peer is
+// done with them: Dispose runs once per export, on its own goroutine,
+// when the peer releases its last reference or the session ends, as the
+// JavaScript library calls a target's Symbol.dispose.
+type Disposer interface {
+	Dispose()
+}
+
 // PropertyGetter is implemented by targets whose properties can be read by
 // a pipelined path (promise.foo.bar) rather than only called.
 type PropertyGetter interface {

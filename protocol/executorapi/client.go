@@ -14,6 +14,9 @@ import (
 // session; backends/remote adds dialing and reconnection around it.
 type Client struct {
 	main *capnweb.Stub
+	// watched are granted executions without an outbound function whose
+	// HandlesClosed waits on the session.
+	watched watches
 }
 
 // Handshake calls protocolVersion() on the session's main object and
@@ -62,21 +65,47 @@ func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 		dispatch = dispatchFunc(req.Dispatch)
 	}
 	args := []any{req.Code, providersToWire(req.Providers), opts, dispatch, string(req.Outbound.Mode())}
+	var watch *handlesWatch
+	if req.RetainHandles && req.HandlesClosed != nil {
+		watch = newHandlesWatch(req.HandlesClosed)
+	}
 	if fn := req.Outbound.Func(); fn != nil {
-		args = append(args, outboundFunc(fn))
+		if watch != nil {
+			args = append(args, &watchedOutbound{fn: outboundFunc(fn), watch: watch})
+		} else {
+			args = append(args, outboundFunc(fn))
+		}
 	}
 	v, err := c.main.Call(ctx, "execute", args...)
 	if err != nil {
+		if watch != nil {
+			watch.settle("")
+		}
 		return nil, Rehydrate(err)
 	}
-	return resultFromWire(v)
+	res, err := resultFromWire(v)
+	if watch != nil {
+		id := ""
+		if err == nil {
+			id = res.ExecutionID
+		}
+		watch.settle(id)
+		if id != "" && req.Outbound.Func() == nil {
+			c.watched.add(c.main.Session(), watch)
+		}
+	}
+	return res, err
 }
 
 // InvokeHandle implements protocol.Executor.
 func (c *Client) InvokeHandle(ctx context.Context, executionID, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 	v, err := c.main.Call(ctx, "invokeHandle", executionID, handle, requestToWire(req))
 	if err != nil {
-		return protocol.OutboundResponse{}, Rehydrate(err)
+		err = Rehydrate(err)
+		if EndsHandles(err) {
+			c.watched.ended(executionID)
+		}
+		return protocol.OutboundResponse{}, err
 	}
 	resp, err := responseFromWire(v)
 	if err != nil {
@@ -88,7 +117,11 @@ func (c *Client) InvokeHandle(ctx context.Context, executionID, handle string, r
 // CloseHandles implements protocol.Executor.
 func (c *Client) CloseHandles(ctx context.Context, executionID string) error {
 	_, err := c.main.Call(ctx, "closeHandles", executionID)
-	return Rehydrate(err)
+	err = Rehydrate(err)
+	if closeEnds(err) {
+		c.watched.ended(executionID)
+	}
+	return err
 }
 
 // Rehydrate turns an error that crossed the wire back into a typed error:

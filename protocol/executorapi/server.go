@@ -47,6 +47,8 @@ type Server struct {
 	// kept holds the duplicated outbound stub of each retained execution
 	// in the stub mode, released when its handles close or its session ends.
 	kept map[string]*capnweb.Stub
+	// turns orders the invocations of each execution (see invokeOrder).
+	turns invokeOrder
 }
 
 // NewServer returns a Server for exec.
@@ -85,6 +87,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func SessionOptions(base capnweb.Options) capnweb.Options {
 	base.KeepObjectOrder = true
 	return base
+}
+
+// Kept is how many retained executions hold a duplicated outbound stub.
+func (s *Server) Kept() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.kept)
 }
 
 // Close releases every kept outbound stub. It does not close the executor.
@@ -140,6 +149,16 @@ func (c *connection) CallMethod(ctx context.Context, name string, args []any) (a
 	default:
 		return nil, capnweb.NotAFunction(name)
 	}
+	// An invocation takes its place behind the earlier ones of its
+	// execution while it still holds the connection's delivery turn, so
+	// pipelined invocations keep the order they arrived in.
+	var turn invokeTurn
+	if name == "invokeHandle" {
+		if id, ok := arg(args, 0).(string); ok {
+			turn = c.srv.turns.take(id)
+			defer turn.done()
+		}
+	}
 	// An execution holds its call for the whole run; the connection's next
 	// call must not wait for it.
 	capnweb.Detach(ctx)
@@ -150,6 +169,9 @@ func (c *connection) CallMethod(ctx context.Context, name string, args []any) (a
 	case "execute":
 		return c.srv.execute(ctx, args)
 	case "invokeHandle":
+		if err := turn.wait(ctx); err != nil {
+			return nil, err
+		}
 		return c.srv.invokeHandle(ctx, args)
 	default:
 		return c.srv.closeHandles(ctx, args)
@@ -199,6 +221,12 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	}
 	mode, _ := arg(args, 4).(string)
 	var kept *capnweb.Stub
+	// granted is closed once execute knows the id it keeps the stub under
+	// (grantedID, "" when none), so that a close that comes first still
+	// finds the entry.
+	granted := make(chan struct{})
+	var grantedID string
+	defer close(granted)
 	switch protocol.OutboundMode(mode) {
 	case protocol.OutboundNative:
 	case protocol.OutboundDisabled:
@@ -216,8 +244,13 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 			// the session.)
 			dup := st.Dup()
 			kept, st = dup, dup
-			req.HandlesClosed = func(id string) {
-				s.drop(id, dup)
+			req.HandlesClosed = func(string) {
+				// The table is keyed by the id this server answered with,
+				// whatever id the executor names.
+				<-granted
+				if grantedID != "" {
+					s.drop(grantedID, dup)
+				}
 				dup.Release()
 			}
 		}
@@ -251,6 +284,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	if kept != nil {
 		if res.ExecutionID != "" {
 			s.keep(res.ExecutionID, kept)
+			grantedID = res.ExecutionID
 		} else {
 			kept.Release()
 		}

@@ -339,15 +339,16 @@ var cases = []testCase{
 	{"logs/the capture bound drops the rest and keeps the result", func(t *testing.T, ex protocol.Executor) {
 		res := execute(t, ex, &protocol.ExecuteRequest{Code: `async () => { for (let i = 0; i < 10000; i++) console.log('x'.repeat(100)); return 'kept' }`})
 		wantValue(t, res, "kept")
-		// The captured lines stay inside the bound; one warn line with the
-		// capture message takes the place of the rest.
+		// The captured lines stay below the bound, the line that meets it
+		// is dropped whole, and one warn line with the capture message takes
+		// the place of the rest.
 		kept, last := res.Logs[:len(res.Logs)-1], res.Logs[len(res.Logs)-1]
 		total := 0
 		for _, l := range kept {
 			total += protocol.LogLineWireSize(l)
 		}
 		line := protocol.LogLine{Level: protocol.LogLevelLog, Text: strings.Repeat("x", 100)}
-		if total > protocol.ConsoleCaptureLimit || total+protocol.LogLineWireSize(line) <= protocol.ConsoleCaptureLimit ||
+		if total >= protocol.ConsoleCaptureLimit || total+protocol.LogLineWireSize(line) < protocol.ConsoleCaptureLimit ||
 			last != (protocol.LogLine{Level: "warn", Text: protocol.ConsoleCaptureMessage}) {
 			t.Fatalf("captured %d bytes in %d lines ending with %v", total, len(kept), last)
 		}

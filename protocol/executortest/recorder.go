@@ -33,6 +33,8 @@ type Recorder struct {
 	mu       sync.Mutex
 	requests []*protocol.ExecuteRequest
 	handles  map[string]protocol.OutboundFunc
+	// onClosed are the HandlesClosed callbacks of the held executions.
+	onClosed map[string]func(string)
 	// Started receives one value per "block" run that started.
 	Started chan struct{}
 	closed  []string
@@ -40,7 +42,7 @@ type Recorder struct {
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{handles: map[string]protocol.OutboundFunc{}, Started: make(chan struct{}, 16)}
+	return &Recorder{handles: map[string]protocol.OutboundFunc{}, onClosed: map[string]func(string){}, Started: make(chan struct{}, 16)}
 }
 
 // Last is the most recent request the recorder received.
@@ -88,6 +90,9 @@ func (f *Recorder) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 		rand.Read(id)
 		f.mu.Lock()
 		f.handles[hex.EncodeToString(id)] = req.Outbound.Func()
+		if req.HandlesClosed != nil {
+			f.onClosed[hex.EncodeToString(id)] = req.HandlesClosed
+		}
 		f.mu.Unlock()
 		return &protocol.ExecuteResult{ExecutionID: hex.EncodeToString(id), Handles: []string{"fetch"}}, nil
 	case "fault":
@@ -129,13 +134,42 @@ func (f *Recorder) InvokeHandle(ctx context.Context, id, handle string, req prot
 
 func (f *Recorder) CloseHandles(_ context.Context, id string) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if _, ok := f.handles[id]; !ok {
+		f.mu.Unlock()
 		return protocol.NewHandlesClosedError(id)
 	}
-	delete(f.handles, id)
 	f.closed = append(f.closed, id)
+	f.mu.Unlock()
+	f.end(id)
 	return nil
+}
+
+// ExpireAll closes every held execution by itself, as an executor's idle
+// bound does, and reports how many it closed.
+func (f *Recorder) ExpireAll() int {
+	f.mu.Lock()
+	ids := make([]string, 0, len(f.handles))
+	for id := range f.handles {
+		ids = append(ids, id)
+	}
+	f.mu.Unlock()
+	for _, id := range ids {
+		f.end(id)
+	}
+	return len(ids)
+}
+
+// end forgets id's handles and calls its HandlesClosed, on its own
+// goroutine, as the contract's Go surface says.
+func (f *Recorder) end(id string) {
+	f.mu.Lock()
+	delete(f.handles, id)
+	fn := f.onClosed[id]
+	delete(f.onClosed, id)
+	f.mu.Unlock()
+	if fn != nil {
+		go fn(id)
+	}
 }
 
 // Closed lists the executionIds whose handles were closed, in order.

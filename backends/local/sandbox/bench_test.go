@@ -24,7 +24,7 @@ func (instantHost) Outbound(ctx context.Context, req protocol.OutboundRequest) (
 func BenchmarkRunTrivial(b *testing.B) {
 	j := job("async () => 1")
 	for b.Loop() {
-		r := Run(context.Background(), j, nil)
+		r := runJob(b, j, nil)
 		if r.ResultJSON != "1" {
 			b.Fatalf("%+v", r)
 		}
@@ -37,7 +37,7 @@ func BenchmarkRunTrivialUncached(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		r := Run(context.Background(), job("async () => "+strconv.Itoa(i)), nil)
+		r := runJob(b, job("async () => "+strconv.Itoa(i)), nil)
 		if r.ResultJSON != strconv.Itoa(i) {
 			b.Fatalf("%+v", r)
 		}
@@ -55,7 +55,7 @@ func BenchmarkRunTenToolCalls(b *testing.B) {
 	j.Providers = []protocol.ProviderDescriptor{{Name: "store", Tools: []string{"getOrder"}}}
 	j.HasDispatch = true
 	for b.Loop() {
-		r := Run(context.Background(), j, instantHost{})
+		r := runJob(b, j, instantHost{})
 		if r.ResultJSON != "420" {
 			b.Fatalf("%+v", r)
 		}
@@ -68,7 +68,7 @@ func BenchmarkRunWithImport(b *testing.B) {
 	j := job("import { greet } from 'greeter'\nasync () => greet('ada')")
 	j.Modules = greeter
 	for b.Loop() {
-		r := Run(context.Background(), j, nil)
+		r := runJob(b, j, nil)
 		if r.ResultJSON != `"hello ada"` {
 			b.Fatalf("%+v", r)
 		}
@@ -80,7 +80,7 @@ func BenchmarkRunWithImport(b *testing.B) {
 func BenchmarkRetainedInvoke(b *testing.B) {
 	j := job("async () => () => new Response('ok')")
 	j.RetainHandles = true
-	_, r := RunRetained(context.Background(), j, nil)
+	_, r := runRetained(b, context.Background(), j, nil)
 	if r == nil {
 		b.Fatal("no grant")
 	}

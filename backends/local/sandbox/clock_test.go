@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +78,34 @@ func TestClockTimerDelayPausedDuringHostCall(t *testing.T) {
 	}
 }
 
+// Whatever a timer callback does when it fires spends the bound, also
+// while a host call is open: a callback that spins ends the run at its
+// bound beside a 5 s tool call.
+func TestClockTimerCallbackCountsDuringHostCall(t *testing.T) {
+	h := &fakeHost{delay: 5 * time.Second}
+	start := time.Now()
+	r := runJob(t, toolJob(`async () => {
+    setTimeout(() => { while (true) {} }, 20)
+    return await store.slow()
+  }`, 300), h)
+	wantError(t, r, protocol.NewExecutionTimeoutError(300).Error())
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("took %v", el)
+	}
+}
+
+// Cryptography behind crypto.subtle is the guest's own work: it spends the
+// bound beside an open tool call.
+func TestClockSubtleCryptoCountsDuringHostCall(t *testing.T) {
+	h := &fakeHost{delay: 5 * time.Second}
+	r := runJob(t, toolJob(`async () => {
+    const call = store.slow()
+    const data = new Uint8Array(1 << 20)
+    for (;;) await crypto.subtle.digest('SHA-256', data)
+  }`, 300), h)
+	wantError(t, r, protocol.NewExecutionTimeoutError(300).Error())
+}
+
 // A run that never settles and waits on nothing times out.
 func TestClockPendingForeverTimesOut(t *testing.T) {
 	r := runJob(t, toolJob(`async () => { await new Promise(() => {}) }`, 200), nil)
@@ -122,8 +149,8 @@ func TestCancelInterrupts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	r := Run(ctx, job(`async () => { while (true) {} }`), nil)
-	if !r.HasError || !strings.Contains(r.Error, "canceled") {
+	r := envelope(t)(Run(ctx, job(`async () => { while (true) {} }`), nil))
+	if !r.HasError || r.Error != context.Canceled.Error() {
 		t.Fatalf("error %q", r.Error)
 	}
 	if el := time.Since(start); el > 3*time.Second {

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/supolka/codemode-gateway/protocol"
@@ -91,6 +93,21 @@ func TestConsoleCaptureBound(t *testing.T) {
 	}
 	if total >= protocol.ConsoleCaptureLimit {
 		t.Fatalf("captured %d bytes, bound %d", total, protocol.ConsoleCaptureLimit)
+	}
+
+	// A line that lands exactly on the bound meets it and is dropped whole;
+	// one byte shorter stays below it and is kept.
+	empty = protocol.LogLineWireSize(protocol.LogLine{Level: "log"})
+	exact := protocol.ConsoleCaptureLimit - empty
+	r = runJob(t, job(`async () => { console.log('x'.repeat(`+strconv.Itoa(exact)+`)); return 1 }`), nil)
+	result(t, r)
+	if want := []protocol.LogLine{{Level: "warn", Text: protocol.ConsoleCaptureMessage}}; !reflect.DeepEqual(r.Logs, want) {
+		t.Fatalf("a line on the bound: %d lines", len(r.Logs))
+	}
+	r = runJob(t, job(`async () => { console.log('x'.repeat(`+strconv.Itoa(exact-1)+`)); return 1 }`), nil)
+	result(t, r)
+	if len(r.Logs) != 1 || r.Logs[0].Text != strings.Repeat("x", exact-1) {
+		t.Fatalf("a line one byte under the bound: %d lines", len(r.Logs))
 	}
 
 	// One line bigger than the bound is dropped whole.

@@ -40,6 +40,12 @@ func (s *session) dispatch(call goja.FunctionCall) goja.Value {
 					s.queued = s.queued[1:]
 					next()
 				}
+				if errors.Is(err, errHostPanicked) {
+					// The embedding's host broke, not the program: the run
+					// ends with an INTERNAL fault.
+					s.broken, s.stopped = true, true
+					return
+				}
 				if s.completed {
 					return
 				}
@@ -84,24 +90,27 @@ func (s *session) mustSettle(err error) {
 	}
 }
 
+// errHostPanicked answers a tool call whose Host panicked: the run breaks.
+var errHostPanicked = errors.New("sandbox: the host panicked")
+
 // callHostAsync starts AsyncHost.DispatchAsync and turns a panic in it
-// into an error answer.
+// into errHostPanicked.
 func (s *session) callHostAsync(ah AsyncHost, provider, tool, args string, done func(string, error)) {
 	var once sync.Once
 	answer := func(text string, err error) { once.Do(func() { done(text, err) }) }
 	defer func() {
 		if r := recover(); r != nil {
-			go answer("", errors.New(InternalErrorText))
+			go answer("", errHostPanicked)
 		}
 	}()
 	ah.DispatchAsync(s.ctx, provider, tool, args, answer)
 }
 
-// callHost runs Host.Dispatch and turns a panic in it into an error.
+// callHost runs Host.Dispatch and turns a panic in it into errHostPanicked.
 func (s *session) callHost(provider, tool, args string) (text string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			text, err = "", errors.New(InternalErrorText)
+			text, err = "", errHostPanicked
 		}
 	}()
 	return s.host.Dispatch(s.ctx, provider, tool, args)

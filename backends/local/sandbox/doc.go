@@ -11,7 +11,10 @@
 // pipe) and a Host (what the run reaches outside: tool dispatch and the stub
 // outbound function) and returns the result envelope. Declared failures and
 // whatever the program throws arrive in the envelope's Error; Run never
-// panics and never returns an error. In order, it:
+// panics, and returns an error only when the sandbox itself broke (a Go
+// panic in a host function or in the Host): an INTERNAL fault, with no
+// envelope, for the calling application rather than the program. In
+// order, it:
 //
 //  1. validates the provider names (protocol.ValidateProviders) and
 //     normalizes the module map (protocol.NormalizeModuleMap), reporting

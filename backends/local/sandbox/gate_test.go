@@ -108,7 +108,7 @@ func TestGateCancelWhileWaiting(t *testing.T) {
 	j.HasDispatch = true
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(200*time.Millisecond, func() { cancel(protocol.NewMemoryLimitError(64)) })
-	res := Run(ctx, j, h)
+	res := envelope(t)(Run(ctx, j, h))
 	if res.Error != protocol.NewMemoryLimitError(64).Error() {
 		t.Fatalf("got %+v, want the cancel's cause", res)
 	}
@@ -118,7 +118,7 @@ func TestGateCancelWhileWaiting(t *testing.T) {
 	ctx, cancel = context.WithCancelCause(context.Background())
 	cancel(errors.New("gone"))
 	h2 := &gatedHost{sibling: func(int) time.Duration { return time.Hour }}
-	if res := Run(ctx, job("async () => 1"), h2); res.Error != "gone" {
+	if res := envelope(t)(Run(ctx, job("async () => 1"), h2)); res.Error != "gone" {
 		t.Fatalf("got %+v", res)
 	}
 	h2.check(t)
@@ -132,7 +132,7 @@ func TestGateBoundsACallbackBetweenInvocations(t *testing.T) {
 	j := job(`async () => { setTimeout(() => { while (true) {} }, 50); return () => new Response("x") }`)
 	j.TimeoutMs = 300
 	j.RetainHandles = true
-	res, kept := RunRetained(context.Background(), j, h)
+	res, kept := runRetained(t, context.Background(), j, h)
 	if kept == nil || res.HasError {
 		t.Fatalf("no grant: %+v", res)
 	}

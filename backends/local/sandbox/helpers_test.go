@@ -60,7 +60,37 @@ func job(code string) Job {
 
 func runJob(t testing.TB, j Job, h Host) *protocol.ExecuteResult {
 	t.Helper()
-	return Run(context.Background(), j, h)
+	return envelope(t)(Run(context.Background(), j, h))
+}
+
+// envelope returns a function that takes what a run returned and fails the
+// test when the run ended with a fault instead of an envelope.
+func envelope(t testing.TB) func(*protocol.ExecuteResult, error) *protocol.ExecuteResult {
+	return func(res *protocol.ExecuteResult, err error) *protocol.ExecuteResult {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("the run failed with a fault: %v", err)
+		}
+		return res
+	}
+}
+
+// runRetained is RunRetained, failing the test on a fault.
+func runRetained(t testing.TB, ctx context.Context, j Job, h Host) (*protocol.ExecuteResult, *Retained) {
+	t.Helper()
+	res, kept, err := RunRetained(ctx, j, h)
+	if err != nil {
+		t.Fatalf("the run failed with a fault: %v", err)
+	}
+	return res, kept
+}
+
+// wantInternal requires the INTERNAL fault of a run the sandbox broke.
+func wantInternal(t testing.TB, res *protocol.ExecuteResult, err error) {
+	t.Helper()
+	if res != nil || protocol.CodeOf(err) != protocol.CodeInternal || err.Error() != InternalErrorText {
+		t.Fatalf("got %+v, %v; want no envelope and the INTERNAL fault", res, err)
+	}
 }
 
 // result decodes the run's value, failing the test when the run failed.

@@ -165,21 +165,15 @@ func TestSourceMapsNeverRead(t *testing.T) {
 func TestSourceBounds(t *testing.T) {
 	deep := "async () => " + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000)
 	r := runJob(t, job(deep), nil)
-	if !r.HasError || !strings.Contains(r.Error, "nests brackets more than") {
-		t.Fatalf("deep source: %q", r.Error)
-	}
+	wantError(t, r, protocol.NewSourceNestingError("program", MaxNesting, 1).Error())
 	big := "async () => '" + strings.Repeat("x", MaxSourceBytes) + "'"
 	r = runJob(t, job(big), nil)
-	if !r.HasError || !strings.Contains(r.Error, "-byte bound on one source") {
-		t.Fatalf("big source: %q", r.Error)
-	}
+	wantError(t, r, protocol.NewSourceTooLargeError("program", len(big), MaxSourceBytes).Error())
 	// A module nested too deep is refused the same way.
 	j := job("import x from 'deep'\nasync () => x")
 	j.Modules = protocol.ModuleMap{"deep": {Source: "export default " + strings.Repeat("[", 2000) + strings.Repeat("]", 2000)}}
 	r = runJob(t, j, nil)
-	if !r.HasError || !strings.Contains(r.Error, `module "deep"`) {
-		t.Fatalf("deep module: %q", r.Error)
-	}
+	wantError(t, r, protocol.NewSourceNestingError(`module "deep"`, MaxNesting, 1).Error())
 }
 
 func TestMaxNestingScanner(t *testing.T) {
@@ -237,12 +231,12 @@ func FuzzRun(f *testing.F) {
 		j.TimeoutMs = 100
 		j.Modules = greeter
 		j.Providers = []protocol.ProviderDescriptor{{Name: "store"}}
-		r := Run(t.Context(), j, nil)
+		r, err := Run(t.Context(), j, nil)
+		if err != nil {
+			t.Fatalf("the sandbox broke for %q: %v", code, err)
+		}
 		if r == nil || r.Logs == nil {
 			t.Fatal("no envelope")
-		}
-		if r.Error == InternalErrorText {
-			t.Fatalf("internal error for %q", code)
 		}
 	})
 }

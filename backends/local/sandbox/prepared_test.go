@@ -23,11 +23,11 @@ func TestPreparedTakesTheJobsOutboundSetting(t *testing.T) {
 
 	j := job(code)
 	j.OutboundMode = protocol.OutboundStub
-	if got := result(t, stubbed.Run(context.Background(), j, &stubHost{})); got != "stub https://x/p" {
+	if got := result(t, envelope(t)(stubbed.Run(context.Background(), j, &stubHost{}))); got != "stub https://x/p" {
 		t.Fatalf("stub mode: %v", got)
 	}
 	j.OutboundMode = protocol.OutboundDisabled
-	if got := result(t, disabled.Run(context.Background(), j, &stubHost{})); got != protocol.NewOutboundDisabledError().Error() {
+	if got := result(t, envelope(t)(disabled.Run(context.Background(), j, &stubHost{}))); got != protocol.NewOutboundDisabledError().Error() {
 		t.Fatalf("disabled mode: %v", got)
 	}
 }
@@ -36,17 +36,16 @@ func TestPreparedTakesTheJobsOutboundSetting(t *testing.T) {
 // never sees the first run's globals.
 func TestPreparedServesOneRun(t *testing.T) {
 	p := Prepare()
-	if got := result(t, p.Run(context.Background(), job(`async () => { globalThis.mark = 1; return 1 }`), &fakeHost{})); got != float64(1) {
+	if got := result(t, envelope(t)(p.Run(context.Background(), job(`async () => { globalThis.mark = 1; return 1 }`), &fakeHost{}))); got != float64(1) {
 		t.Fatalf("first use: %v", got)
 	}
-	res := p.Run(context.Background(), job(`async () => typeof mark`), &fakeHost{})
-	if !res.HasError || res.Error != InternalErrorText {
-		t.Fatalf("second use: %+v", res)
+	res, err := p.Run(context.Background(), job(`async () => typeof mark`), &fakeHost{})
+	wantInternal(t, res, err)
+	res, kept, err := p.RunRetained(context.Background(), job(`async () => 1`), &fakeHost{})
+	if kept != nil {
+		t.Fatal("a used-up Prepared retained a session")
 	}
-	res, kept := p.RunRetained(context.Background(), job(`async () => 1`), &fakeHost{})
-	if kept != nil || !res.HasError || res.Error != InternalErrorText {
-		t.Fatalf("second use, retained: %+v %v", res, kept)
-	}
+	wantInternal(t, res, err)
 }
 
 // A job refused before it runs (a bad provider name) uses its Prepared up
@@ -55,10 +54,9 @@ func TestPreparedIsUsedUpByARefusedJob(t *testing.T) {
 	p := Prepare()
 	j := job(`async () => 1`)
 	j.Providers = []protocol.ProviderDescriptor{{Name: "not a name", Tools: []string{"x"}}}
-	if res := p.Run(context.Background(), j, &fakeHost{}); !res.HasError || res.Error == InternalErrorText {
+	if res := envelope(t)(p.Run(context.Background(), j, &fakeHost{})); !res.HasError {
 		t.Fatalf("refused job: %+v", res)
 	}
-	if res := p.Run(context.Background(), job(`async () => 1`), &fakeHost{}); res.Error != InternalErrorText {
-		t.Fatalf("reuse after a refused job: %+v", res)
-	}
+	res, err := p.Run(context.Background(), job(`async () => 1`), &fakeHost{})
+	wantInternal(t, res, err)
 }

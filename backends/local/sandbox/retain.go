@@ -26,6 +26,21 @@ type Invocation struct {
 	// or the memory limit), or empty when it was closed. Every later
 	// invocation gets the same.
 	Ended bool
+	// Broken says the sandbox itself broke (with Ended: the session broke):
+	// the invocation fails with an INTERNAL fault, not a rejection text.
+	Broken bool
+}
+
+// Fault is the error the invocation fails with: an INTERNAL fault when the
+// sandbox broke, the rejection text otherwise, nil when it answered.
+func (inv Invocation) Fault() error {
+	switch {
+	case inv.Broken:
+		return InternalFault()
+	case inv.HasErr:
+		return errors.New(inv.Err)
+	}
+	return nil
 }
 
 // Retained is a session kept alive after its entry settled to a fetch
@@ -39,8 +54,10 @@ type Retained struct {
 	closeCh chan struct{}
 	once    sync.Once
 	ended   chan struct{}
-	// endText is why the session ended; read it only after ended closed.
+	// endText is why the session ended, and broken whether the sandbox
+	// broke; read them only after ended closed.
 	endText string
+	broken  bool
 	// between bounds one piece of work between invocations in a shared
 	// process; touched only by the serve goroutine.
 	between *time.Timer
@@ -120,7 +137,7 @@ func (r *Retained) Invoke(req protocol.OutboundRequest) Invocation {
 }
 
 func (r *Retained) endedInvocation() Invocation {
-	return Invocation{Err: r.endText, HasErr: r.endText != "", Ended: true}
+	return Invocation{Err: r.endText, HasErr: r.endText != "", Ended: true, Broken: r.broken}
 }
 
 // Close ends the session: its timers stop, host calls in flight are
@@ -140,6 +157,13 @@ func (r *Retained) EndText() string {
 	return r.endText
 }
 
+// Broken reports whether the session ended because the sandbox broke.
+// Read it after Done is closed.
+func (r *Retained) Broken() bool {
+	<-r.ended
+	return r.broken
+}
+
 // serve is the retained session's event loop: host answers, timers and
 // invocations, one invocation at a time. The current invocation's clock
 // runs like a run's; between invocations nothing spends a bound and only
@@ -149,9 +173,10 @@ func (r *Retained) serve() {
 	defer func() {
 		if p := recover(); p != nil {
 			s.stopped = true
-			s.fatal = InternalErrorText
+			s.broken = true
 		}
 		r.endText = s.fatal
+		r.broken = s.broken
 		s.release()
 		close(r.ended)
 	}()
@@ -165,11 +190,7 @@ func (r *Retained) serve() {
 		if cur != nil {
 			invokes = nil
 			expired = cur.clock.expired
-			if s.open > 0 {
-				cur.clock.pause()
-			} else {
-				cur.clock.resume()
-			}
+			s.tick(cur.clock)
 		}
 		waitC := s.nextTimer(wait)
 		s.leave()

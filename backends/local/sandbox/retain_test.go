@@ -17,7 +17,7 @@ import (
 func retain(t *testing.T, j Job, h Host) (*protocol.ExecuteResult, *Retained) {
 	t.Helper()
 	j.RetainHandles = true
-	res, r := RunRetained(context.Background(), j, h)
+	res, r := runRetained(t, context.Background(), j, h)
 	if r == nil {
 		t.Fatalf("no grant: %+v", res)
 	}
@@ -64,13 +64,13 @@ func TestNoGrantForOtherShapes(t *testing.T) {
 	} {
 		j := job(code)
 		j.RetainHandles = true
-		res, r := RunRetained(context.Background(), j, nil)
+		res, r := runRetained(t, context.Background(), j, nil)
 		if r != nil || res.ResultJSON != want || res.Handles != nil {
 			t.Fatalf("%s: %+v retained=%v", code, res, r != nil)
 		}
 	}
 	// Without RetainHandles a handler serializes like any value.
-	res, r := RunRetained(context.Background(), job(`async () => ({ fetch() {} })`), nil)
+	res, r := runRetained(t, context.Background(), job(`async () => ({ fetch() {} })`), nil)
 	if r != nil || res.ResultJSON != `{}` || res.Handles != nil {
 		t.Fatalf("without retainHandles: %+v", res)
 	}
@@ -84,8 +84,8 @@ func TestRunLogsDeliveredAndInvocationConsoleDiscarded(t *testing.T) {
 	if got := body(t, r, get("/")); got != "ok" {
 		t.Fatalf("answered %q", got)
 	}
-	if len(r.s.result.Logs) != 1 {
-		t.Fatalf("invocation console was kept: %v", r.s.result.Logs)
+	if logs := r.s.console.Lines(); len(logs) != 1 {
+		t.Fatalf("invocation console was kept: %v", logs)
 	}
 }
 
@@ -108,15 +108,17 @@ func TestRejectionsKeepServing(t *testing.T) {
 		if (p === '/error') return Response.error()
 		return new Response('n=' + n, { status: 201, headers: { 'x-n': String(n) } })
 	} }`), nil)
+	bigAnswer := protocol.HandleAnswerWireSize(protocol.OutboundResponse{Status: 200,
+		Headers: []protocol.Header{{"content-type", "text/plain;charset=UTF-8"}}, Body: make([]byte, 200000)})
 	for path, want := range map[string]string{
 		"/throw": "handler says no",
-		"/value": "something other than a Response",
-		"/big":   string(protocol.PartHandleAnswer),
-		"/error": "Response.error()",
+		"/value": protocol.NewNotAResponseError().Error(),
+		"/big":   protocol.NewPayloadTooLargeError(protocol.PartHandleAnswer, bigAnswer, protocol.PayloadLimit).Error(),
+		"/error": protocol.NewNetworkErrorResponseError().Error(),
 	} {
 		inv := r.Invoke(get(path))
-		if !inv.HasErr || inv.Ended || !strings.Contains(inv.Err, want) {
-			t.Fatalf("%s: %+v, want a rejection containing %q", path, inv, want)
+		if !inv.HasErr || inv.Ended || inv.Err != want {
+			t.Fatalf("%s: %+v, want the rejection %q", path, inv, want)
 		}
 	}
 	inv := r.Invoke(protocol.OutboundRequest{Method: "POST", URL: "https://h.test/ok", Body: []byte("hi")})
@@ -204,7 +206,7 @@ func TestCancelEndsTheSessionWithTheCause(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	j := job(`async () => () => new Response('ok')`)
 	j.RetainHandles = true
-	_, r := RunRetained(ctx, j, nil)
+	_, r := runRetained(t, ctx, j, nil)
 	if r == nil {
 		t.Fatal("no grant")
 	}
@@ -249,7 +251,7 @@ func FuzzRetainedInvoke(f *testing.F) {
 	f.Add("ge\x00t", "http://[::1", "\xff", "\xff", []byte{0xff})
 	j := job(`async () => async (req) => new Response(req.method + ' ' + req.url + ' ' + [...req.headers].length + ' ' + (await req.arrayBuffer()).byteLength)`)
 	j.RetainHandles = true
-	_, r := RunRetained(context.Background(), j, nil)
+	_, r := runRetained(f, context.Background(), j, nil)
 	if r == nil {
 		f.Fatal("no grant")
 	}

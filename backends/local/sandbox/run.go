@@ -36,9 +36,15 @@ const (
 	MaxConcurrentHostCalls = 64
 )
 
-// InternalErrorText is the envelope error when the sandbox itself broke (a
-// Go panic inside the run); the program may not be at fault.
+// InternalErrorText is the message of the INTERNAL fault a run ends with
+// when the sandbox itself broke (a Go panic inside the run): an invariant
+// of the executor, not the program, so it goes to the calling application
+// as a thrown fault, never to the model in the envelope.
 const InternalErrorText = "The executor broke while running this program, through no fault the program can fix. Run it again."
+
+// InternalFault is the fault of a run, or a retained session, during which
+// the sandbox broke.
+func InternalFault() error { return protocol.NewFault(protocol.CodeInternal, InternalErrorText) }
 
 // StackOverflowText is the envelope error of a run that recursed past
 // MaxCallStackSize frames. JavaScript cannot catch it.
@@ -59,6 +65,8 @@ var bootstrapProgram = func() *goja.Program {
 type (
 	interruptTimeout struct{}
 	interruptCancel  struct{}
+	// interruptBroken: a host function of the sandbox panicked.
+	interruptBroken struct{}
 )
 
 // session is the state of one run. Everything in it is touched only by the
@@ -79,6 +87,9 @@ type session struct {
 	clock  *runClock
 	timers timerQueue
 	open   int // host calls in flight, queued ones included
+	// elsewhere counts the guest's own work running off the loop (a native
+	// request): while any is in flight the run clock runs, host calls or not.
+	elsewhere int
 	// hostCalls counts the calls with a goroutine at the host; the rest
 	// wait in queued, in the order they were made.
 	hostCalls int
@@ -107,9 +118,11 @@ type session struct {
 	result   protocol.ExecuteResult
 	fatal    string // why the run stopped before settling, when it did
 	stopped  bool
+	// broken says the sandbox itself broke: the run ends with an INTERNAL
+	// fault instead of an envelope.
+	broken bool
 
-	logBytes int
-	logsFull bool
+	console *protocol.ConsoleCapture
 }
 
 // prepare builds a fresh runtime with the whole sandbox scope installed:
@@ -122,7 +135,7 @@ func prepare() *session {
 		done:      make(chan struct{}),
 		instances: map[string]*goja.Object{},
 	}
-	s.result.Logs = []protocol.LogLine{}
+	s.console = protocol.NewConsoleCapture(0)
 	s.vm = goja.New()
 	s.vm.SetParserOptions(parser.WithDisableSourceMaps)
 	s.vm.SetMaxCallStackSize(MaxCallStackSize)
@@ -238,12 +251,10 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 // returns the envelope text when it fails either.
 func checkSource(what, src string) string {
 	if len(src) > MaxSourceBytes {
-		return "The " + what + " is " + strconv.Itoa(len(src)) + " bytes, past the sandbox's " +
-			strconv.Itoa(MaxSourceBytes) + "-byte bound on one source. Send less code, and move what is shared into the module map."
+		return protocol.NewSourceTooLargeError(what, len(src), MaxSourceBytes).Error()
 	}
 	if line := maxNestingExceeded(src, MaxNesting); line > 0 {
-		return "The " + what + " nests brackets more than " + strconv.Itoa(MaxNesting) +
-			" deep (line " + strconv.Itoa(line) + "), past what the sandbox parses. Flatten that code and run it again."
+		return protocol.NewSourceNestingError(what, MaxNesting, line).Error()
 	}
 	return ""
 }
@@ -317,18 +328,29 @@ func (s *session) function(name string, fn func(goja.FunctionCall) goja.Value) *
 }
 
 func (s *session) guard(fn func(goja.FunctionCall) goja.Value) func(goja.FunctionCall) goja.Value {
-	return func(call goja.FunctionCall) goja.Value {
+	return func(call goja.FunctionCall) (out goja.Value) {
 		defer func() {
 			if r := recover(); r != nil {
 				switch r.(type) {
 				case goja.Value, *goja.Exception, *goja.InterruptedError, *goja.StackOverflowError:
 					panic(r)
 				}
-				panic(s.newError(InternalErrorText))
+				// The sandbox broke: the interrupt ends the run before any
+				// more JavaScript runs, with an INTERNAL fault; nothing of
+				// it reaches the program.
+				s.breakRun()
+				out = goja.Undefined()
 			}
 		}()
 		return fn(call)
 	}
+}
+
+// breakRun marks the run broken and interrupts the runtime, so that no
+// JavaScript runs after it and the run ends with an INTERNAL fault.
+func (s *session) breakRun() {
+	s.broken = true
+	s.vm.Interrupt(interruptBroken{})
 }
 
 // newError builds a plain Error with message text, through the Error
@@ -349,31 +371,40 @@ func (s *session) stop(err error) {
 		return
 	}
 	s.stopped = true
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		s.fatal = s.textOf(ex.Value())
+		return
+	}
+	s.fatal = s.uncatchableText(err)
+}
+
+// uncatchableText is the envelope text of an error JavaScript cannot
+// catch: an interrupt or a stack overflow. Anything else means the sandbox
+// broke: the run is marked so, and the text is empty.
+func (s *session) uncatchableText(err error) string {
 	var ie *goja.InterruptedError
 	var so *goja.StackOverflowError
-	var ex *goja.Exception
 	switch {
 	case errors.As(err, &ie):
 		// A run whose context ended (the memory watchdog's cancel) reports
 		// that, even when the clock's interrupt came after it: the cancel
 		// is what stopped it, however long the native call it was in took.
 		switch ie.Value().(type) {
+		case interruptBroken:
 		case interruptTimeout:
 			if s.ctx != nil && s.ctx.Err() != nil {
-				s.fatal = s.cancelText()
-			} else {
-				s.fatal = s.timeoutText()
+				return s.cancelText()
 			}
+			return s.timeoutText()
 		default:
-			s.fatal = s.cancelText()
+			return s.cancelText()
 		}
 	case errors.As(err, &so):
-		s.fatal = StackOverflowText
-	case errors.As(err, &ex):
-		s.fatal = s.textOf(ex.Value())
-	default:
-		s.fatal = InternalErrorText
+		return StackOverflowText
 	}
+	s.broken = true
+	return ""
 }
 
 // bound is the run's bound in milliseconds: Job.TimeoutMs, read as
@@ -409,11 +440,18 @@ func causeText(ctx context.Context) string {
 // bootstrap computes it for a rejection.
 func (s *session) textOf(v goja.Value) string {
 	if s.messageOf == nil || v == nil {
-		return InternalErrorText
+		s.broken = true
+		return ""
 	}
 	out, err := s.messageOf(goja.Undefined(), v)
 	if err != nil {
-		return InternalErrorText
+		// messageOf catches every exception: only an interrupt or a stack
+		// overflow gets out of it.
+		if isException(err) {
+			s.broken = true
+			return ""
+		}
+		return s.uncatchableText(err)
 	}
 	return out.String()
 }
@@ -424,13 +462,7 @@ func (s *session) loop() {
 	wait.Stop()
 	defer wait.Stop()
 	for !s.completed && !s.stopped {
-		// The run clock stops while the only work in flight is a host call,
-		// unless host waits count.
-		if s.open > 0 {
-			s.clock.pause()
-		} else {
-			s.clock.resume()
-		}
+		s.tick(s.clock)
 		waitC := s.nextTimer(wait)
 		s.leave()
 		select {
@@ -457,6 +489,17 @@ func (s *session) loop() {
 			s.fatal = s.cancelText()
 		}
 		wait.Stop()
+	}
+}
+
+// tick stops clock while the only work in flight is a host call (unless
+// host waits count) and runs it otherwise: guest work done elsewhere, a
+// native request say, spends the bound beside an open tool call.
+func (s *session) tick(clock *runClock) {
+	if s.open > 0 && s.elsewhere == 0 {
+		clock.pause()
+	} else {
+		clock.resume()
 	}
 }
 
@@ -506,6 +549,7 @@ func (s *session) postNow(fn func()) {
 // finish composes the result envelope.
 func (s *session) finish() *protocol.ExecuteResult {
 	res := s.result
+	res.Logs = s.console.Lines()
 	if s.granted && !s.stopped {
 		res.ResultJSON, res.Error, res.HasError = "", "", false
 		res.Handles = []string{HandleFetch}
@@ -516,7 +560,9 @@ func (s *session) finish() *protocol.ExecuteResult {
 		res.Error = s.fatal
 		res.HasError = true
 		if res.Error == "" {
-			res.Error = InternalErrorText
+			// A run that stopped without saying why: nothing the envelope
+			// could tell the program.
+			s.broken = true
 		}
 	}
 	if size := protocol.RunAnswerWireSize(&res); res.HasError && size > protocol.PayloadLimit {
@@ -577,22 +623,12 @@ func (s *session) uncaught(call goja.FunctionCall) goja.Value {
 	return goja.Undefined()
 }
 
-// capture records one console line, charging its wire size against
-// ConsoleCaptureLimit. The line that meets the bound is dropped whole and
-// one warn line with ConsoleCaptureMessage takes the place of the rest.
+// capture records one console line in the run's protocol.ConsoleCapture,
+// the one implementation of the console bound.
 func (s *session) capture(call goja.FunctionCall) goja.Value {
 	// A retained session's logs were delivered with the grant.
-	if s.logsFull || s.granted {
-		return goja.Undefined()
+	if !s.granted {
+		s.console.Add(protocol.LogLevel(call.Argument(0).String()), call.Argument(1).String())
 	}
-	line := protocol.LogLine{Level: protocol.LogLevel(call.Argument(0).String()), Text: call.Argument(1).String()}
-	size := protocol.LogLineWireSize(line)
-	if s.logBytes+size >= protocol.ConsoleCaptureLimit {
-		s.logsFull = true
-		s.result.Logs = append(s.result.Logs, protocol.LogLine{Level: protocol.LogLevelWarn, Text: protocol.ConsoleCaptureMessage})
-		return goja.Undefined()
-	}
-	s.logBytes += size
-	s.result.Logs = append(s.result.Logs, line)
 	return goja.Undefined()
 }

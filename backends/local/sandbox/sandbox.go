@@ -60,11 +60,12 @@ type AsyncHost interface {
 // context.Cause(ctx) is an error of the protocol package (a MemoryLimitError
 // from a watchdog, say) its text becomes the envelope's error.
 //
-// Run never panics on any input: a Go panic inside the run is recovered and
-// reported as InternalErrorText. It returns when the entry settles, the
-// bound passes or ctx ends, without waiting for host calls still open; their
-// context is cancelled and their answers are dropped.
-func Run(ctx context.Context, job Job, host Host) *protocol.ExecuteResult {
+// Run never panics on any input: a Go panic inside the run (the sandbox
+// broke, not the program) is recovered and returned as an INTERNAL fault,
+// with no envelope. It returns when the entry settles, the bound passes or
+// ctx ends, without waiting for host calls still open; their context is
+// cancelled and their answers are dropped.
+func Run(ctx context.Context, job Job, host Host) (*protocol.ExecuteResult, error) {
 	return Prepare().Run(ctx, job, host)
 }
 
@@ -77,7 +78,7 @@ func Run(ctx context.Context, job Job, host Host) *protocol.ExecuteResult {
 // Run would. ctx must stay alive for as long as the session does; its
 // cancellation (a memory watchdog's, with the memory text as its cause)
 // ends the session.
-func RunRetained(ctx context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained) {
+func RunRetained(ctx context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained, error) {
 	return Prepare().RunRetained(ctx, job, host)
 }
 
@@ -93,7 +94,7 @@ type Prepared struct {
 }
 
 // Prepare builds a Prepared. It never panics: a failure is kept and
-// reported, as InternalErrorText, by the run that uses it.
+// reported, as an INTERNAL fault, by the run that uses it.
 func Prepare() (p *Prepared) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -104,7 +105,7 @@ func Prepare() (p *Prepared) {
 }
 
 // take hands out the session once; nil after that, or when it failed to
-// build, and the run then reports InternalErrorText.
+// build, and the run then fails with an INTERNAL fault.
 func (p *Prepared) take() *session {
 	if p.used.Swap(true) {
 		return nil
@@ -113,39 +114,34 @@ func (p *Prepared) take() *session {
 }
 
 // Run is the package's Run in this runtime, which it uses up.
-func (p *Prepared) Run(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult) {
-	defer func() {
-		if r := recover(); r != nil {
-			res = &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}
-		}
-	}()
-	s := p.take()
-	if s == nil {
-		return &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}
-	}
-	res, kept := s.run(ctx, job, host)
+func (p *Prepared) Run(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult, err error) {
+	res, kept, err := p.RunRetained(ctx, job, host)
 	if kept != nil {
 		// Run never retains: a caller that asked for handles uses
 		// RunRetained.
 		kept.Close()
 		res = &protocol.ExecuteResult{Logs: res.Logs}
 	}
-	return res
+	return res, err
 }
 
 // RunRetained is the package's RunRetained in this runtime, which it uses up.
-func (p *Prepared) RunRetained(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult, kept *Retained) {
+func (p *Prepared) RunRetained(ctx context.Context, job Job, host Host) (res *protocol.ExecuteResult, kept *Retained, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if kept != nil {
 				kept.Close()
 			}
-			res, kept = &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}, nil
+			res, kept, err = nil, nil, InternalFault()
 		}
 	}()
 	s := p.take()
 	if s == nil {
-		return &protocol.ExecuteResult{Error: InternalErrorText, HasError: true, Logs: []protocol.LogLine{}}, nil
+		return nil, nil, InternalFault()
 	}
-	return s.run(ctx, job, host)
+	res, kept = s.run(ctx, job, host)
+	if kept == nil && s.broken {
+		return nil, nil, InternalFault()
+	}
+	return res, kept, nil
 }

@@ -26,6 +26,14 @@ func (s *session) HostWait() func() {
 	return func() { s.open-- }
 }
 
+// GuestWork brackets the guest's own work done off the loop (a native
+// request): while it is open the run clock runs, even beside a host call.
+// Called on the loop goroutine; so is the done function it returns.
+func (s *session) GuestWork() func() {
+	s.elsewhere++
+	return func() { s.elsewhere-- }
+}
+
 // prepareWebPlatform installs fetch and the rest of the web platform, with
 // fetch left unconfigured until the job is known.
 func (s *session) prepareWebPlatform() error {

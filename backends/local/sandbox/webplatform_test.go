@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +25,11 @@ func (h *slowStub) Outbound(ctx context.Context, req protocol.OutboundRequest) (
 // absences example, the disabled text, and the run-clock rows of the
 // outbound setting.
 func TestWebPlatformContractExample(t *testing.T) {
-	res := Run(context.Background(), job(`async () => [typeof caches, typeof CompressionStream, typeof WebSocket]`), &fakeHost{})
+	res := runJob(t, job(`async () => [typeof caches, typeof CompressionStream, typeof WebSocket]`), &fakeHost{})
 	if res.HasError || res.ResultJSON != `["object","function","undefined"]` {
 		t.Fatalf("%+v", res)
 	}
-	res = Run(context.Background(), job(`async () => { try { await fetch('https://x/') } catch (e) { return e.message } }`), &fakeHost{})
+	res = runJob(t, job(`async () => { try { await fetch('https://x/') } catch (e) { return e.message } }`), &fakeHost{})
 	if res.ResultJSON != `"`+protocol.NewOutboundDisabledError().Error()+`"` {
 		t.Fatalf("%+v", res)
 	}
@@ -38,15 +39,13 @@ func TestWebPlatformStubStopsTheClock(t *testing.T) {
 	j := job(`async () => (await fetch('https://x/a')).text()`)
 	j.OutboundMode = protocol.OutboundStub
 	j.TimeoutMs = 100
-	res := Run(context.Background(), j, &slowStub{})
+	res := runJob(t, j, &slowStub{})
 	if res.HasError || res.ResultJSON != `"slow https://x/a"` {
 		t.Fatalf("%+v", res)
 	}
 	j.CountHostWaits = true
-	res = Run(context.Background(), j, &slowStub{})
-	if !res.HasError || !strings.HasPrefix(res.Error, "Execution timed out") {
-		t.Fatalf("wall clock: %+v", res)
-	}
+	res = runJob(t, j, &slowStub{})
+	wantError(t, res, protocol.NewExecutionTimeoutError(100).Error())
 }
 
 func TestWebPlatformNativeSpendsTheBound(t *testing.T) {
@@ -61,28 +60,70 @@ func TestWebPlatformNativeSpendsTheBound(t *testing.T) {
 	j.OutboundMode = protocol.OutboundNative
 	j.TimeoutMs = 100
 	j.Native = webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	res := Run(context.Background(), j, &fakeHost{})
-	if !res.HasError || !strings.HasPrefix(res.Error, "Execution timed out") {
-		t.Fatalf("%+v", res)
-	}
+	res := runJob(t, j, &fakeHost{})
+	wantError(t, res, protocol.NewExecutionTimeoutError(100).Error())
 	j.TimeoutMs = 5000
-	res = Run(context.Background(), j, &fakeHost{})
+	res = runJob(t, j, &fakeHost{})
 	if res.HasError || res.ResultJSON != "200" {
 		t.Fatalf("%+v", res)
 	}
 	// Without the allowance, the default deny list keeps loopback out.
 	j.Native = webplatform.NativeOptions{}
 	j.Code = `async () => { try { await fetch('` + srv.URL + `') } catch (e) { return e.message } }`
-	res = Run(context.Background(), j, &fakeHost{})
+	res = runJob(t, j, &fakeHost{})
 	if !strings.Contains(res.ResultJSON, "does not reach") {
 		t.Fatalf("default deny: %+v", res)
+	}
+}
+
+// slowLoopback is a loopback server that answers 200 after delay.
+func slowLoopback(t *testing.T, delay time.Duration) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A request the executor performs natively spends the bound even while a
+// tool call is open: the clock stops only when a host call is the only work
+// in flight. A 1.5 s native fetch beside a 3 s tool call under a 300 ms
+// bound times out; once the fetch is answered, the tool call alone stops
+// the clock again.
+func TestClockNativeFetchCountsBesideAToolCall(t *testing.T) {
+	srv := slowLoopback(t, 1500*time.Millisecond)
+	h := &fakeHost{delay: 3 * time.Second, answer: func(call) (string, error) { return `{"result":"tool"}`, nil }}
+	j := toolJob(`async () => {
+    const tool = store.slow()
+    const status = (await fetch('`+srv.URL+`')).status
+    return [status, await tool]
+  }`, 300)
+	j.OutboundMode = protocol.OutboundNative
+	j.Native = webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	r := runJob(t, j, h)
+	wantError(t, r, protocol.NewExecutionTimeoutError(300).Error())
+
+	quick := slowLoopback(t, 50*time.Millisecond)
+	h = &fakeHost{delay: time.Second, answer: func(call) (string, error) { return `{"result":"tool"}`, nil }}
+	j.Code = `async () => {
+    const tool = store.slow()
+    const status = (await fetch('` + quick.URL + `')).status
+    return [status, await tool]
+  }`
+	r = runJob(t, j, h)
+	if got := result(t, r); !reflect.DeepEqual(got, []any{200.0, "tool"}) {
+		t.Fatalf("got %#v", got)
 	}
 }
 
 func TestWebPlatformForAwaitBody(t *testing.T) {
 	j := job(`async () => { const r = await fetch('https://x/a'); let s = ''; for await (const c of r.body) s += new TextDecoder().decode(c); return s }`)
 	j.OutboundMode = protocol.OutboundStub
-	res := Run(context.Background(), j, &slowStub{})
+	res := runJob(t, j, &slowStub{})
 	if res.HasError || res.ResultJSON != `"slow https://x/a"` {
 		t.Fatalf("%+v", res)
 	}
@@ -93,7 +134,7 @@ func TestWebPlatformForAwaitBody(t *testing.T) {
 func TestRunReportsRunClockAndRequests(t *testing.T) {
 	j := job(`async () => { const t = Date.now(); while (Date.now() - t < 60) {} await (await fetch('https://x/a')).text(); await fetch('https://x/b'); return 1 }`)
 	j.OutboundMode = protocol.OutboundStub
-	res := Run(context.Background(), j, &slowStub{})
+	res := runJob(t, j, &slowStub{})
 	if res.HasError {
 		t.Fatal(res.Error)
 	}

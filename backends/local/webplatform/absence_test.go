@@ -29,8 +29,23 @@ func TestDeclaredAbsences(t *testing.T) {
 			`["function",false]`},
 		{"SharedArrayBuffer.prototype.grow throws synchronously", `SharedArrayBuffer.prototype.grow.call({}, 16)`,
 			notSupported(protocol.NewBufferGrowthAbsentError("SharedArrayBuffer.prototype.grow").Error())},
-		{"SharedArrayBuffer refuses construction", `new SharedArrayBuffer(8)`,
-			notSupported(SharedArrayBufferAbsentText)},
+		{"a SharedArrayBuffer's grow throws the growth text", `new SharedArrayBuffer(8, { maxByteLength: 16 }).grow(16)`,
+			notSupported(protocol.NewBufferGrowthAbsentError("SharedArrayBuffer.prototype.grow").Error())},
+		{"grow is a function on the prototype", `return [typeof SharedArrayBuffer.prototype.grow, Object.keys(SharedArrayBuffer.prototype).includes('grow')]`,
+			`["function",false]`},
+		{"SharedArrayBuffer constructs: no absence of its own", `const sab = new SharedArrayBuffer(8);
+			const u8 = new Uint8Array(sab); u8[1] = 7; new DataView(sab).setUint8(2, 9);
+			return [sab.byteLength, u8[1], new Uint8Array(sab)[2], sab instanceof SharedArrayBuffer, sab instanceof ArrayBuffer,
+				Object.prototype.toString.call(sab), sab.growable, sab.maxByteLength]`,
+			`[8,7,9,true,false,"[object SharedArrayBuffer]",false,8]`},
+		{"a growable SharedArrayBuffer reads its maximum", `const sab = new SharedArrayBuffer(4, { maxByteLength: 32 }); return [sab.byteLength, sab.growable, sab.maxByteLength]`,
+			`[4,true,32]`},
+		{"slice is a SharedArrayBuffer of the bytes", `const sab = new SharedArrayBuffer(4); new Uint8Array(sab).set([1, 2, 3, 4]);
+			const part = sab.slice(1, 3); return [part instanceof SharedArrayBuffer, Array.from(new Uint8Array(part)), part.byteLength]`,
+			`[true,[2,3],2]`},
+		{"a length past maxByteLength is a RangeError", `try { new SharedArrayBuffer(8, { maxByteLength: 4 }) } catch (e) { return e instanceof RangeError }`, `true`},
+		{"SharedArrayBuffer needs new", `try { SharedArrayBuffer(8) } catch (e) { return e instanceof TypeError }`, `true`},
+		{"members check their receiver", `try { Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get.call(new ArrayBuffer(8)) } catch (e) { return e instanceof TypeError }`, `true`},
 		{"caches members reject, none throws synchronously", `
 			const out = [];
 			for (const m of ['open', 'has', 'delete', 'keys', 'match']) {

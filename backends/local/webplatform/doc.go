@@ -14,7 +14,9 @@
 // keeps the setTimeout it finds then) and before guest code runs. Loop is
 // the run's event loop: Post runs a function on the loop goroutine, HostWait
 // brackets a wait on the caller's outbound function (the run clock stops
-// while it is the only work in flight), Context is the run's context and
+// while it is the only work in flight), GuestWork brackets the guest's own
+// work done off the loop (a native request: the clock runs while it is in
+// flight, host waits open or not), Context is the run's context and
 // Stop ends the run with an uncatchable error. Config carries the run's
 // outbound mode, the stub function and the operator's NativeOptions.
 //
@@ -91,7 +93,8 @@
 // outside 200 to 599 rejects). protocol.OutboundDisabled, an empty or
 // unknown mode, and stub without a function reject every fetch with a
 // TypeError carrying OutboundDisabledError's text. protocol.OutboundNative
-// uses Go's HTTP client and the clock keeps running; with
+// uses Go's HTTP client inside GuestWork, so the clock runs, also beside an
+// open tool call; with
 // NativeOptions.Vetoed (the operator's veto) there is no network at all and
 // fetch rejects as in the disabled mode. Every request is
 // measured with protocol.OutboundRequestWireSize before it leaves, in every
@@ -135,8 +138,9 @@
 // ArrayBuffer.prototype.resize and SharedArrayBuffer.prototype.grow exist and
 // throw when called; caches is an object with open, has, delete, keys and
 // match (no CacheStorage interface object), each rejecting with
-// CacheStorageAbsentError's text. goja has no SharedArrayBuffer, so a
-// constructor exists for grow to live on, and constructing it throws
-// NotSupportedError with SharedArrayBufferAbsentText. WebSocket, and every
+// CacheStorageAbsentError's text. goja has no SharedArrayBuffer, so the
+// platform gives one for grow to live on, and the rest of it works: a run
+// has no second thread, so a shared buffer is an ArrayBuffer's memory under
+// SharedArrayBuffer.prototype. WebSocket, and every
 // name not listed here, is simply undefined.
 package webplatform

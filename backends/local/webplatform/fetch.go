@@ -57,12 +57,14 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 	}
 
 	ctx, cancel := context.WithCancel(p.loop.Context())
-	settled := false    // a callback ran or abort was called
-	var hostDone func() // the open host wait of a stub request
+	settled := false // a callback ran or abort was called
+	// waitDone closes what the request holds open on the run clock: a host
+	// wait (stub) or the guest's own work elsewhere (native).
+	var waitDone func()
 	closeWait := func() {
-		if hostDone != nil {
-			hostDone()
-			hostDone = nil
+		if waitDone != nil {
+			waitDone()
+			waitDone = nil
 		}
 	}
 	finish := func(call func()) {
@@ -107,7 +109,7 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 		}
 		switch mode {
 		case protocol.OutboundStub:
-			hostDone = p.loop.HostWait()
+			waitDone = p.loop.HostWait()
 			stub := p.cfg.Stub
 			go func() {
 				resp, err := callStub(ctx, stub, req)
@@ -121,6 +123,7 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 			}()
 		default:
 			client := p.native
+			waitDone = p.loop.GuestWork()
 			go func() {
 				res, err := client.do(ctx, req, redirect)
 				p.loop.Post(func() {

@@ -162,8 +162,10 @@ func TestFetchPayloadBound(t *testing.T) {
 	}
 	// Headers count too.
 	got, _ = runProgram(t, cfg, fmt.Sprintf(`await fetch(%q, {headers: {x: 'v'.repeat(%d)}})`, url, protocol.PayloadLimit))
-	if !strings.Contains(got.err, "The outbound request is ") {
-		t.Errorf("large header: %s", got)
+	size = protocol.OutboundRequestWireSize(protocol.OutboundRequest{Method: "GET", URL: url,
+		Headers: []protocol.Header{{"x", strings.Repeat("v", protocol.PayloadLimit)}}})
+	if want := rejected("TypeError", protocol.NewPayloadTooLargeError(protocol.PartOutboundRequest, size, protocol.PayloadLimit).Error()); got.String() != want {
+		t.Errorf("large header: got %s, want %s", got, want)
 	}
 	if n := len(stub.requests()); n != 0 {
 		t.Errorf("the stub saw %d requests past the bound", n)
@@ -315,6 +317,9 @@ func TestFetchNative(t *testing.T) {
 	}
 	if l.opened != 0 {
 		t.Errorf("native requests keep the clock running: no host wait, but %d opened", l.opened)
+	}
+	if l.guestRan != 1 || l.guest != 0 {
+		t.Errorf("guest work: opened %d, open at the end %d; want 1 and 0", l.guestRan, l.guest)
 	}
 }
 

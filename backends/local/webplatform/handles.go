@@ -43,7 +43,7 @@ func (pl *Platform) Response(v goja.Value) (protocol.OutboundResponse, error) {
 		return protocol.OutboundResponse{}, exceptionText(err)
 	}
 	if goja.IsNull(out) {
-		return protocol.OutboundResponse{}, errors.New("The fetch handler answered with something other than a Response. Return a Response, for example new Response(body, {status: 200}).")
+		return protocol.OutboundResponse{}, protocol.NewNotAResponseError()
 	}
 	arr := out.ToObject(pl.vm)
 	resp := protocol.OutboundResponse{
@@ -51,7 +51,7 @@ func (pl *Platform) Response(v goja.Value) (protocol.OutboundResponse, error) {
 		StatusText: arr.Get("1").String(),
 	}
 	if resp.Status == 0 {
-		return protocol.OutboundResponse{}, errors.New("The fetch handler answered with Response.error(), a network error, not an HTTP response. Return a Response with a status from 200 to 599.")
+		return protocol.OutboundResponse{}, protocol.NewNetworkErrorResponseError()
 	}
 	p := &platform{vm: pl.vm}
 	flat := p.stringList(arr.Get("2"))

@@ -74,15 +74,17 @@ func TestHandleExchange(t *testing.T) {
 
 func TestHandleExchangeRefusals(t *testing.T) {
 	vm, pl := installed(t)
+	bigAnswer := protocol.HandleAnswerWireSize(protocol.OutboundResponse{Status: 200,
+		Headers: []protocol.Header{{"content-type", "text/plain;charset=UTF-8"}}, Body: make([]byte, 200000)})
 	for _, c := range []struct{ src, want string }{
-		{`() => ({status: 200})`, "The fetch handler answered with something other than a Response."},
-		{`() => 'text'`, "The fetch handler answered with something other than a Response."},
-		{`() => Response.error()`, "The fetch handler answered with Response.error()"},
-		{`() => new Response('x'.repeat(200000))`, "The handle answer is "},
+		{`() => ({status: 200})`, protocol.NewNotAResponseError().Error()},
+		{`() => 'text'`, protocol.NewNotAResponseError().Error()},
+		{`() => Response.error()`, protocol.NewNetworkErrorResponseError().Error()},
+		{`() => new Response('x'.repeat(200000))`, protocol.NewPayloadTooLargeError(protocol.PartHandleAnswer, bigAnswer, protocol.PayloadLimit).Error()},
 	} {
 		_, err := pl.Response(call(t, vm, c.src))
-		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q…", c.src, err, c.want)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v, want %q", c.src, err, c.want)
 		}
 	}
 	if _, err := pl.Request(protocol.OutboundRequest{Method: "GET", URL: "/relative"}); err == nil || err.Error() != "Failed to construct 'Request': Invalid URL: /relative" {

@@ -22,6 +22,11 @@ type Loop interface {
 	// is open and nothing else runs, the run clock stops. done closes it.
 	// Both are called on the loop goroutine, done exactly once.
 	HostWait() (done func())
+	// GuestWork opens work the guest asked for that runs off the loop (a
+	// native request): while one is open the run clock runs, host waits
+	// open or not. done closes it. Both are called on the loop goroutine,
+	// done exactly once.
+	GuestWork() (done func())
 	// Context is the run's context, cancelled when the run ends.
 	Context() context.Context
 	// Stop ends the run with an error a call into the runtime returned
@@ -121,7 +126,6 @@ func Prepare(vm *goja.Runtime, loop Loop) (*Platform, error) {
 		"resize":              protocol.NewBufferGrowthAbsentError("ArrayBuffer.prototype.resize").Error(),
 		"grow":                protocol.NewBufferGrowthAbsentError("SharedArrayBuffer.prototype.grow").Error(),
 		"caches":              protocol.NewCacheStorageAbsentError().Error(),
-		"sharedArrayBuffer":   SharedArrayBufferAbsentText,
 	} {
 		_ = texts.Set(k, v)
 	}
@@ -161,12 +165,6 @@ func (pl *Platform) Configure(cfg Config) {
 		context.AfterFunc(p.loop.Context(), p.native.close)
 	}
 }
-
-// SharedArrayBufferAbsentText is what constructing SharedArrayBuffer
-// throws. goja has no shared memory, and the contract declares only
-// SharedArrayBuffer.prototype.grow absent, so the constructor exists (for
-// grow to live on its prototype) and refuses to construct.
-var SharedArrayBufferAbsentText = protocol.NewSharedMemoryAbsentError().Error()
 
 // lazyGlobals are the globals published on first touch, by the section of
 // platform.js that builds them.

@@ -26,6 +26,8 @@ type testLoop struct {
 	waits    int // host waits open now
 	maxWaits int // most host waits open at once
 	opened   int // host waits ever opened
+	guest    int // guest work open now
+	guestRan int // guest work ever opened
 	stopErr  error
 	timerID  int64
 	timers   map[int64]*time.Timer
@@ -50,13 +52,25 @@ func (l *testLoop) HostWait() func() {
 	l.waits++
 	l.opened++
 	l.maxWaits = max(l.maxWaits, l.waits)
+	return closeOnce("host wait", &l.waits)
+}
+
+func (l *testLoop) GuestWork() func() {
+	l.guest++
+	l.guestRan++
+	return closeOnce("guest work", &l.guest)
+}
+
+// closeOnce returns the done function of one open wait counted in open: it
+// takes the wait off, and panics when called twice.
+func closeOnce(what string, open *int) func() {
 	closed := false
 	return func() {
 		if closed {
-			panic("host wait closed twice")
+			panic(what + " closed twice")
 		}
 		closed = true
-		l.waits--
+		*open--
 	}
 }
 

@@ -1794,11 +1794,64 @@
       const notSupported = (text) => domError(text, 'NotSupportedError');
       const CompressionStream = function CompressionStream() { throw notSupported(texts.compressionStream); };
       const DecompressionStream = function DecompressionStream() { throw notSupported(texts.decompressionStream); };
-      const SharedArrayBuffer = function SharedArrayBuffer() { throw notSupported(texts.sharedArrayBuffer); };
-      defineProperty(SharedArrayBuffer.prototype, 'grow', {
-        value: { grow(newLength) { throw notSupported(texts.grow); } }.grow,
-        writable: true, configurable: true, enumerable: false,
+      // SharedArrayBuffer: the contract declares only its grow absent, so
+      // the rest works. A run has no second thread, so a shared buffer is
+      // an ArrayBuffer's memory (metered like any other) under this
+      // prototype; typed arrays and DataView take it as they take an
+      // ArrayBuffer. shared maps each one to its maxByteLength, or to -1
+      // when it was made fixed-length.
+      const setPrototypeOf = ObjectCtor.setPrototypeOf, MathTrunc = Math.trunc;
+      const shared = new WeakMapCtor();
+      const toIndex = (v, what) => {
+        const n = v === undefined ? 0 : MathTrunc(+v || 0);
+        if (n < 0 || n > 9007199254740991) throw new RangeErrorCtor(`Invalid ${what}: ${StringCtor(v)}`);
+        return n;
+      };
+      const brand = (self, member) => {
+        if (typeof self !== 'object' || self === null || !call(weakHas, shared, self)) {
+          throw new TypeErrorCtor(`SharedArrayBuffer.prototype.${member} called on an object that is not a SharedArrayBuffer`);
+        }
+        return self;
+      };
+      const makeShared = (length, max, proto) => {
+        const buf = new ArrayBufferCtor(length);
+        setPrototypeOf(buf, proto);
+        call(weakSet, shared, buf, max);
+        return buf;
+      };
+      const SharedArrayBuffer = function SharedArrayBuffer(length, options) {
+        if (new.target === undefined) throw new TypeErrorCtor("Constructor SharedArrayBuffer requires 'new'");
+        const n = toIndex(length, 'array buffer length');
+        let max = -1;
+        if (typeof options === 'object' && options !== null && options.maxByteLength !== undefined) {
+          max = toIndex(options.maxByteLength, 'maxByteLength');
+          if (n > max) throw new RangeErrorCtor(`Invalid array buffer length: ${n} is above maxByteLength ${max}`);
+        }
+        const proto = new.target.prototype;
+        return makeShared(n, max, typeof proto === 'object' && proto !== null ? proto : SharedArrayBuffer.prototype);
+      };
+      const sharedProto = SharedArrayBuffer.prototype;
+      const getter = (name, get) => defineProperty(sharedProto, name, { get: { [name]: get }[name], configurable: true, enumerable: false });
+      getter('byteLength', function () { return call(abByteLength, brand(this, 'byteLength')); });
+      getter('growable', function () { return call(weakGet, shared, brand(this, 'growable')) >= 0; });
+      getter('maxByteLength', function () {
+        const max = call(weakGet, shared, brand(this, 'maxByteLength'));
+        return max >= 0 ? max : call(abByteLength, this);
       });
+      const methods = {
+        grow(newLength) { throw notSupported(texts.grow); },
+        slice(start, end) {
+          const bytes = new U8(brand(this, 'slice'));
+          const part = call(u8Slice, bytes, start, end);
+          const out = makeShared(call(taByteLength, part), -1, sharedProto);
+          call(u8Set, new U8(out), part);
+          return out;
+        },
+      };
+      for (const name of ['grow', 'slice']) {
+        defineProperty(sharedProto, name, { value: methods[name], writable: true, configurable: true, enumerable: false });
+      }
+      defineProperty(sharedProto, SymbolToStringTag, { value: 'SharedArrayBuffer', configurable: true });
       // caches: the members of CacheStorage on a plain object, no interface
       // object behind them; each rejects with the persistence text.
       const rejectAbsent = () => promiseReject(notSupported(texts.caches));

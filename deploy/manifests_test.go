@@ -1,0 +1,235 @@
+package deploy
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/gateway"
+)
+
+func TestMain(m *testing.M) {
+	local.RunWorkerIfRequested() // the base's local group re-executes this binary
+	os.Exit(m.Run())
+}
+
+func renderOnDisk(t *testing.T, dir string) *manifests {
+	t.Helper()
+	m, err := render(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	return m
+}
+
+func kinds(m *manifests) []string {
+	var ks []string
+	for _, o := range m.objects {
+		name := o.Metadata.Name
+		if o.Kind == "ConfigMap" { // the generator appends a hash of the content
+			name, _, _ = strings.Cut(name, "-")
+			name += "-…"
+		}
+		ks = append(ks, o.Kind+"/"+name)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func TestBaseManifestsMatchTheirConfiguration(t *testing.T) {
+	m := renderOnDisk(t, "kubernetes/base")
+	want := []string{"ConfigMap/codemode-…", "Deployment/codemode-gateway", "PodDisruptionBudget/codemode-gateway", "Service/codemode-gateway"}
+	if got := kinds(m); !slices.Equal(got, want) {
+		t.Fatalf("the base renders %v, want %v", got, want)
+	}
+	cfg, problems := checkGateway(m)
+	if len(problems) > 0 {
+		t.Fatalf("the base's manifests disagree with their configuration:\n%s", strings.Join(problems, "\n"))
+	}
+	if len(cfg.Backends) != 1 || cfg.Backends[0].Type != "local" {
+		t.Fatalf("the base's configuration has backends %+v, want its one local group", cfg.Backends)
+	}
+}
+
+func TestRemoteGroupOverlayMatchesItsExecutors(t *testing.T) {
+	m := renderOnDisk(t, "kubernetes/overlays/remote-group")
+	want := []string{"ConfigMap/codemode-…", "Deployment/codemode-gateway", "PodDisruptionBudget/codemode-executor", "PodDisruptionBudget/codemode-gateway",
+		"Service/codemode-executor", "Service/codemode-gateway", "StatefulSet/codemode-executor"}
+	if got := kinds(m); !slices.Equal(got, want) {
+		t.Fatalf("the overlay renders %v, want %v", got, want)
+	}
+	cfg, problems := checkGateway(m)
+	if len(problems) > 0 {
+		t.Fatalf("the overlay's manifests disagree with their configuration:\n%s", strings.Join(problems, "\n"))
+	}
+	var remote []string
+	for _, b := range cfg.Backends {
+		if b.Type == "remote" {
+			remote = append(remote, b.Name)
+		}
+	}
+	if !slices.Equal(remote, []string{"pool"}) || cfg.Tenants[0].Backend != "pool" {
+		t.Fatalf("the overlay's remote groups are %v and tenant %s runs on %s; want tenant app on the remote group pool", remote, cfg.Tenants[0].Name, cfg.Tenants[0].Backend)
+	}
+	var dep workloadSpec
+	if err := m.spec("Deployment", "codemode-gateway", &dep); err != nil {
+		t.Fatal(err)
+	}
+	var sts workloadSpec
+	if err := m.spec("StatefulSet", "codemode-executor", &sts); err != nil {
+		t.Fatal(err)
+	}
+	if g, e := dep.Template.Spec.Containers[0].Image, sts.Template.Spec.Containers[0].Image; g != e || g != "localhost/codemode-gateway:dev" {
+		t.Fatalf("the gateway runs image %s and the executors %s: want the one image localhost/codemode-gateway:dev", g, e)
+	}
+}
+
+// The checks above would pass on manifests that check nothing: each
+// breakage here, made to a copy of the files, must be named.
+func TestManifestChecksCatchEachMismatch(t *testing.T) {
+	for _, c := range []struct {
+		name, dir, file, old, new string
+		want                      []string
+	}{
+		{
+			"grace period not above the drain", "base", "base/gateway-deployment.yaml",
+			"terminationGracePeriodSeconds: 75", "terminationGracePeriodSeconds: 70",
+			[]string{"Deployment codemode-gateway: terminationGracePeriodSeconds must be above the preStop sleep (5s), drainTimeout (1m0s) and the 5s the listeners take to close after it"},
+		},
+		{
+			"no pause before the drain", "base", "base/gateway-deployment.yaml",
+			"lifecycle:\n            preStop:\n              sleep:\n                seconds: 5\n          ", "",
+			[]string{"Deployment codemode-gateway: give the gateway a preStop sleep, so that it accepts until its endpoints are gone"},
+		},
+		{
+			"readiness on the wrong path", "base", "base/gateway-deployment.yaml",
+			"path: /readyz", "path: /ready",
+			[]string{"Deployment codemode-gateway: readinessProbe asks /ready; the admin listener answers /readyz"},
+		},
+		{
+			"admin listener moved in the configuration only", "base", "base/gateway.yaml",
+			"listen: 0.0.0.0:9090", "listen: 0.0.0.0:9091",
+			[]string{"Deployment codemode-gateway: container port admin is 9090, but admin.listen is 0.0.0.0:9091"},
+		},
+		{
+			"gateway on loopback", "base", "base/gateway.yaml",
+			"listen: 0.0.0.0:8080", "listen: 127.0.0.1:8080",
+			[]string{"Deployment codemode-gateway: listen 127.0.0.1:8080 is loopback: neither probes nor Services reach it"},
+		},
+		{
+			"id key from a literal value", "base", "base/gateway-deployment.yaml",
+			"valueFrom:\n                secretKeyRef:\n                  name: codemode-gateway\n                  key: id-key", `value: "0123456789abcdef0123456789abcdef"`,
+			[]string{"the mounted configuration: /etc/codemode/gateway.yaml:26: executionIds.keyEnv: environment variable GATEWAY_ID_KEY must hold a key of at least 32 bytes, the same on every replica"},
+		},
+		{
+			"worker processes past the memory limit", "base", "base/gateway.yaml",
+			"maxWorkers: 4", "maxWorkers: 6",
+			[]string{"Deployment codemode-gateway: container gateway's memory limit 3072Mi is below its worker processes at their bound and itself (3712Mi)"},
+		},
+		{
+			"a writable root file system", "base", "base/gateway-deployment.yaml",
+			"readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false",
+			[]string{"Deployment codemode-gateway: container gateway must have a read-only root file system"},
+		},
+		{
+			"a member the StatefulSet does not have", "overlays/remote-group", "overlays/remote-group/gateway.yaml",
+			"codemode-executor-1.codemode-executor:8787", "codemode-executor-2.codemode-executor:8787",
+			[]string{"backends pool lists members [ws://codemode-executor-0.codemode-executor:8787/ ws://codemode-executor-2.codemode-executor:8787/]; the StatefulSet's 2 pods are [ws://codemode-executor-0.codemode-executor:8787/ ws://codemode-executor-1.codemode-executor:8787/]"},
+		},
+		{
+			"executor scaled up without its member", "overlays/remote-group", "executor/executor-statefulset.yaml",
+			"replicas: 2", "replicas: 3",
+			[]string{"backends pool lists members [ws://codemode-executor-0.codemode-executor:8787/ ws://codemode-executor-1.codemode-executor:8787/]; the StatefulSet's 3 pods are [ws://codemode-executor-0.codemode-executor:8787/ ws://codemode-executor-1.codemode-executor:8787/ ws://codemode-executor-2.codemode-executor:8787/]"},
+		},
+		{
+			"executor probes off the admin listener", "overlays/remote-group", "executor/executor-statefulset.yaml",
+			"--admin-listen=0.0.0.0:9091", "--admin-listen=0.0.0.0:9092",
+			[]string{"StatefulSet codemode-executor: container port admin is 9091, but --admin-listen is 0.0.0.0:9092"},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fSys := copyTree(t, "kubernetes")
+			edit(t, fSys, "kubernetes/"+c.file, c.old, c.new)
+			m, err := render(fSys, "kubernetes/"+c.dir)
+			if err != nil {
+				t.Fatalf("kustomize build: %v", err)
+			}
+			_, problems := checkGateway(m)
+			if !slices.Equal(problems, c.want) {
+				t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// The probes' paths are the ones the gateway's admin listener answers, and
+// the base's configuration is ready as it is: its local group starts.
+func TestBaseProbesAreAnsweredByTheGateway(t *testing.T) {
+	cfg, problems := checkGateway(renderOnDisk(t, "kubernetes/base"))
+	if len(problems) > 0 {
+		t.Fatal(strings.Join(problems, "\n"))
+	}
+	getenv := func(string) string { return strings.Repeat("k", 48) }
+	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("the gateway refused the base's configuration: %v", err)
+	}
+	defer gw.Close()
+	srv := httptest.NewServer(gw.AdminHandler())
+	defer srv.Close()
+	for _, p := range []struct{ path, body string }{{"/healthz", "ok\n"}, {"/readyz", "ready\n"}} {
+		resp, err := http.Get(srv.URL + p.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != p.body {
+			t.Errorf("GET %s: %d %q, want 200 %q", p.path, resp.StatusCode, body, p.body)
+		}
+	}
+}
+
+// copyTree copies dir into an in-memory file system, at the same path.
+func copyTree(t *testing.T, dir string) filesys.FileSystem {
+	t.Helper()
+	fSys := filesys.MakeFsInMemory()
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return fSys.WriteFile(p, b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fSys
+}
+
+// edit replaces the one occurrence of old in file.
+func edit(t *testing.T, fSys filesys.FileSystem, file, old, new string) {
+	t.Helper()
+	b, err := fSys.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), old); n != 1 {
+		t.Fatalf("%s holds %q %d times, want once", file, old, n)
+	}
+	if err := fSys.WriteFile(file, []byte(strings.Replace(string(b), old, new, 1))); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,170 @@
+package protocol
+
+import "strconv"
+
+// The executor's own declared failures and faults beyond the contract's
+// quoted ones: each composes its text in the contract's grammar (what
+// failed and why, then what remains possible), and a test pins each word
+// for word.
+
+// SourceTooLargeError: the program, a module or a provider's source is
+// past the sandbox's bound on one source. It arrives in the envelope.
+//
+//	The <what> is <size> bytes, past the sandbox's <limit>-byte bound on one source. Send less code, and move what is shared into the module map.
+type SourceTooLargeError struct {
+	What  string // "program", `module "a"`, `provider "store"`
+	Size  int
+	Limit int
+}
+
+// NewSourceTooLargeError composes the text for what, of size bytes, past
+// limit.
+func NewSourceTooLargeError(what string, size, limit int) *SourceTooLargeError {
+	return &SourceTooLargeError{What: what, Size: size, Limit: limit}
+}
+
+func (e *SourceTooLargeError) Error() string {
+	return "The " + e.What + " is " + strconv.Itoa(e.Size) + " bytes, past the sandbox's " +
+		strconv.Itoa(e.Limit) + "-byte bound on one source. Send less code, and move what is shared into the module map."
+}
+
+// SourceNestingError: a source nests brackets deeper than the sandbox
+// parses. It arrives in the envelope.
+//
+//	The <what> nests brackets more than <limit> deep (line <line>), past what the sandbox parses. Flatten that code and run it again.
+type SourceNestingError struct {
+	What  string
+	Limit int
+	Line  int // the line where the nesting passed the limit
+}
+
+// NewSourceNestingError composes the text for what, nesting past limit at
+// line.
+func NewSourceNestingError(what string, limit, line int) *SourceNestingError {
+	return &SourceNestingError{What: what, Limit: limit, Line: line}
+}
+
+func (e *SourceNestingError) Error() string {
+	return "The " + e.What + " nests brackets more than " + strconv.Itoa(e.Limit) +
+		" deep (line " + strconv.Itoa(e.Line) + "), past what the sandbox parses. Flatten that code and run it again."
+}
+
+// HostCallBacklogError: a tool call or outbound request past the bound on
+// host calls one execution may have waiting at once. The program's call
+// rejects with it.
+//
+//	Too many host calls in flight: at most <limit> may wait at once. Await some before starting more.
+type HostCallBacklogError struct {
+	Limit int
+}
+
+// NewHostCallBacklogError composes the text for a bound of limit calls.
+func NewHostCallBacklogError(limit int) *HostCallBacklogError {
+	return &HostCallBacklogError{Limit: limit}
+}
+
+func (e *HostCallBacklogError) Error() string {
+	return "Too many host calls in flight: at most " + strconv.Itoa(e.Limit) + " may wait at once. Await some before starting more."
+}
+
+// HostAnswerTooLargeError: the host's answer to a tool call or outbound
+// request is too large for the executor to carry to its sandbox. The
+// program's call rejects with it.
+//
+//	The host's answer is too large to deliver to the sandbox. Ask the tool for less at once.
+type HostAnswerTooLargeError struct{}
+
+// NewHostAnswerTooLargeError composes the text.
+func NewHostAnswerTooLargeError() *HostAnswerTooLargeError { return &HostAnswerTooLargeError{} }
+
+func (*HostAnswerTooLargeError) Error() string {
+	return "The host's answer is too large to deliver to the sandbox. Ask the tool for less at once."
+}
+
+// NotAResponseError: a retained fetch handler answered with something other
+// than a Response. The invocation rejects with it; the handles stay open.
+//
+//	The fetch handler answered with something other than a Response. Return a Response, for example new Response(body, {status: 200}).
+type NotAResponseError struct{}
+
+// NewNotAResponseError composes the text.
+func NewNotAResponseError() *NotAResponseError { return &NotAResponseError{} }
+
+func (*NotAResponseError) Error() string {
+	return "The fetch handler answered with something other than a Response. Return a Response, for example new Response(body, {status: 200})."
+}
+
+// NetworkErrorResponseError: a retained fetch handler answered with
+// Response.error(), which has no HTTP form on the wire. The invocation
+// rejects with it; the handles stay open.
+//
+//	The fetch handler answered with Response.error(), a network error, not an HTTP response. Return a Response with a status from 200 to 599.
+type NetworkErrorResponseError struct{}
+
+// NewNetworkErrorResponseError composes the text.
+func NewNetworkErrorResponseError() *NetworkErrorResponseError { return &NetworkErrorResponseError{} }
+
+func (*NetworkErrorResponseError) Error() string {
+	return "The fetch handler answered with Response.error(), a network error, not an HTTP response. Return a Response with a status from 200 to 599."
+}
+
+// DeliveryPart names what an executor could not deliver to its worker
+// process.
+type DeliveryPart string
+
+// The parts DeliveryTooLargeError names.
+const (
+	DeliveryExecution     DeliveryPart = "execution" // code, providers and modules
+	DeliveryHandleRequest DeliveryPart = "handle request"
+)
+
+func (p DeliveryPart) advice() string {
+	if p == DeliveryHandleRequest {
+		return "Send a smaller body."
+	}
+	return "Send less code, and fewer or smaller modules."
+}
+
+// DeliveryTooLargeError: an execution or a handle request is too large for
+// the pipe between the executor and its worker process, so nothing ran. It
+// is a fault, thrown to the calling application with CodeInternal: no wire
+// of the contract carries a message this large, so only an in-process
+// caller meets it.
+//
+//	The <part> is <size> bytes, past the <limit>-byte bound on one message to the executor's worker process, so it was not delivered. <advice>
+type DeliveryTooLargeError struct {
+	Part  DeliveryPart
+	Size  int
+	Limit int
+}
+
+// NewDeliveryTooLargeError composes the text for part, of size bytes, past
+// limit.
+func NewDeliveryTooLargeError(part DeliveryPart, size, limit int) *DeliveryTooLargeError {
+	return &DeliveryTooLargeError{Part: part, Size: size, Limit: limit}
+}
+
+func (e *DeliveryTooLargeError) Error() string {
+	return "The " + string(e.Part) + " is " + strconv.Itoa(e.Size) + " bytes, past the " + strconv.Itoa(e.Limit) +
+		"-byte bound on one message to the executor's worker process, so it was not delivered. " + e.Part.advice()
+}
+
+// FaultCode is CodeInternal.
+func (*DeliveryTooLargeError) FaultCode() Code { return CodeInternal }
+
+// DrainingError: the gateway is draining for a restart and turned an
+// execution away before it started. It carries CodeQueueOverflow, which is
+// retryable.
+//
+//	This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it.
+type DrainingError struct{}
+
+// NewDrainingError composes the text.
+func NewDrainingError() *DrainingError { return &DrainingError{} }
+
+func (*DrainingError) Error() string {
+	return "This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it."
+}
+
+// FaultCode is CodeQueueOverflow.
+func (*DrainingError) FaultCode() Code { return CodeQueueOverflow }
