@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -65,13 +66,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	override(cfg)
 	logger := newLogger(cfg.Log, stderr)
-	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: version})
+	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: runningVersion()})
 	if err != nil {
 		logger.Error("gateway serve failed", "error", err)
 		return 1
 	}
 	defer gw.Close()
-	logger.Info("gateway starting", "version", version, "go", runtime.Version(), "protocol", protocol.ProtocolVersion,
+	logger.Info("gateway starting", "version", runningVersion(), "go", runtime.Version(), "protocol", protocol.ProtocolVersion,
 		"config", *cfgPath, "configDigest", cfg.Digest)
 	// SIGHUP re-reads the file; an invalid one is refused with a log line.
 	hup := make(chan os.Signal, 1)
@@ -164,6 +165,13 @@ func listenMaybeTLS(addr string, tc *tls.Config) (net.Listener, string, error) {
 		return ln, "http", err
 	}
 	return tls.NewListener(ln, tc), "https", nil
+}
+
+// runningVersion is the version `gateway version` prints, for metrics,
+// spans and the start-up line.
+func runningVersion() string {
+	info, _ := debug.ReadBuildInfo()
+	return buildVersion(version, info)
 }
 
 // announce writes where a listener listens to stdout, for tests and
@@ -279,7 +287,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer exec.Close()
-	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: version})
+	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion()})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
