@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -206,7 +207,7 @@ routes:
 		t.Errorf("tool call attributes: %v", tool.Attributes)
 	}
 	out := one(children(joined, "gateway", "codemode.outbound"), "the gateway's outbound request under its execution")
-	if out.Attr("http.request.method") != "GET" || out.Attr("server.address") != "api.example.test" || out.Attr("url.path") != "/v1/items" || out.Attr("http.response.status_code") != "201" {
+	if out.Attr("http.request.method") != "GET" || out.Attr("server.address") != "api.example.test" || out.Attr("url.path") != "" || out.Attr("http.response.status_code") != "201" {
 		t.Errorf("outbound attributes: %v", out.Attributes)
 	}
 	// The executor server's execution joins the same trace, under the
@@ -269,4 +270,75 @@ func service(side string) string {
 		return "codemode-executor-server"
 	}
 	return "codemode-gateway"
+}
+
+// TestNativeRequestsAreTraced: a request a local group performs itself
+// (the native mode) is a span under its execution, at its own times, with
+// its method, host and status, and neither its path nor its query.
+func TestNativeRequestsAreTraced(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	defer upstream.Close()
+	key, hash := newKey(t)
+	gw := startGatewayProcess(t, fmt.Sprintf(`listen: 127.0.0.1:0
+tracing: {enabled: true, endpoint: %s}
+backends:
+  - name: local
+    type: local
+    local:
+      maxWorkers: 2
+      nativeOutbound: true
+      native: {allow: [127.0.0.1/32]}
+tenants:
+  - name: alpha
+    backend: local
+    keys: [{name: alpha-key, hash: %s}]
+    policy: {nativeOutbound: true}
+routes:
+  - path: /v1/executor
+    kind: executor
+`, rcv.URL(), hash), "OTEL_BSP_SCHEDULE_DELAY=50")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ex, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(gw.url, "http")+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => (await fetch("` + upstream.URL + `/accounts/PATH-SECRET-77?token=` + querySecret + `")).status`})
+	if err != nil || res.ResultJSON != "418" || res.Usage == nil || res.Usage.OutboundRequests != 1 {
+		t.Fatalf("the native fetch: %+v, %v", res, err)
+	}
+	var exec, out otlptest.Span
+	waitUntil(t, func() bool {
+		for _, s := range rcv.Spans() {
+			switch s.Name {
+			case "codemode.execute":
+				exec = s
+			case "codemode.outbound":
+				out = s
+			}
+		}
+		return exec.Span != nil && out.Span != nil
+	}, "the execution's and the request's spans")
+	if out.ParentID() != exec.ID() || out.TraceID() != exec.TraceID() {
+		t.Fatalf("the request's span is not the execution's child")
+	}
+	host, _, _ := strings.Cut(strings.TrimPrefix(upstream.URL, "http://"), ":")
+	for k, v := range map[string]string{"http.request.method": "GET", "server.address": host, "http.response.status_code": "418", "codemode.outbound.mode": "native", "url.path": ""} {
+		if got := out.Attr(k); got != v {
+			t.Errorf("the native request's %s = %q, want %q", k, got, v)
+		}
+	}
+	if out.StartTimeUnixNano < exec.StartTimeUnixNano || out.EndTimeUnixNano > exec.EndTimeUnixNano || out.EndTimeUnixNano <= out.StartTimeUnixNano {
+		t.Errorf("the request's span [%d, %d] is not inside its execution's [%d, %d]", out.StartTimeUnixNano, out.EndTimeUnixNano, exec.StartTimeUnixNano, exec.EndTimeUnixNano)
+	}
+	for _, text := range rcv.Texts() {
+		for _, secret := range []string{"PATH-SECRET-77", querySecret, "token="} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the collector received %q, which holds %q", text, secret)
+			}
+		}
+	}
 }

@@ -89,6 +89,7 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 	if res != nil {
 		res.QueueWait = wait
 		telemetry.Execution(ctx, telemetry.RunClockMs.Float64(telemetry.Ms(res.RunClock)))
+		telemetry.NativeRequests(ctx, res.NativeRequests)
 	}
 	return res, err
 }

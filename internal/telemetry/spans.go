@@ -49,6 +49,7 @@ const (
 	ServerAddress = attribute.Key("server.address")
 	URLScheme     = attribute.Key("url.scheme")
 	URLPath       = attribute.Key("url.path")
+	OutboundMode  = attribute.Key("codemode.outbound.mode")
 
 	UsageCPUMs         = attribute.Key("codemode.usage.cpu_ms")
 	UsagePeakHeapBytes = attribute.Key("codemode.usage.peak_heap_bytes")
@@ -222,16 +223,17 @@ type Outbound struct {
 	start time.Time
 }
 
-// StartOutbound starts the span of a request a program sent with fetch.
-// Only the method, scheme, host and path are kept: never the query, the
-// headers or the body.
+// StartOutbound starts the span of a request a program sent with fetch to
+// the caller's outbound function (the stub mode).
+// Only the method, scheme and host are kept: never the path, which may
+// name what the program looked up, the query, the headers or the body.
 func (t *Tracing) StartOutbound(ctx context.Context, parent trace.Span, method, rawURL string) (context.Context, Outbound) {
 	if t == nil || !parent.IsRecording() {
 		return ctx, Outbound{}
 	}
-	attrs := []attribute.KeyValue{HTTPMethod.String(method)}
+	attrs := []attribute.KeyValue{HTTPMethod.String(method), OutboundMode.String("stub")}
 	if u, err := url.Parse(rawURL); err == nil {
-		attrs = append(attrs, URLScheme.String(u.Scheme), ServerAddress.String(u.Hostname()), URLPath.String(u.EscapedPath()))
+		attrs = append(attrs, URLScheme.String(u.Scheme), ServerAddress.String(u.Hostname()))
 	}
 	ctx, span := t.child(ctx, parent, SpanOutbound, trace.SpanKindClient, attrs...)
 	return ctx, Outbound{span: span, start: time.Now()}
@@ -322,4 +324,25 @@ func RecordUsage(span trace.Span, u *protocol.Usage) {
 	}
 	span.SetAttributes(UsageCPUMs.Float64(ms(u.CPU)), UsagePeakHeapBytes.Int64(u.PeakHeapBytes),
 		UsageToolCalls.Int(u.ToolCalls), UsageRequests.Int(u.OutboundRequests), UsageLogBytes.Int(u.LogBytes))
+}
+
+// NativeRequests records the requests an executor performed itself as
+// spans under ctx's execution span, each at its own times.
+func NativeRequests(ctx context.Context, reqs []protocol.NativeRequest) {
+	parent := trace.SpanFromContext(ctx)
+	if len(reqs) == 0 || !parent.IsRecording() {
+		return
+	}
+	tracer := parent.TracerProvider().Tracer(ScopeName)
+	pctx := trace.ContextWithSpan(context.Background(), parent)
+	for _, r := range reqs {
+		_, span := tracer.Start(pctx, SpanOutbound, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(r.Start),
+			trace.WithAttributes(HTTPMethod.String(r.Method), ServerAddress.String(r.Host), OutboundMode.String("native"), DurationMs.Float64(ms(r.Duration))))
+		if r.Status == 0 {
+			span.SetStatus(codes.Error, "failed")
+		} else {
+			span.SetAttributes(HTTPStatus.Int(r.Status))
+		}
+		span.End(trace.WithTimestamp(r.Start.Add(r.Duration)))
+	}
 }

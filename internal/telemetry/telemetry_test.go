@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -161,7 +162,7 @@ func TestToolCallAndOutboundAttributes(t *testing.T) {
 			"codemode.tool.result_bytes": "30", "codemode.tool.result_sha256": "ec6be2999cda8329789476db9d364b90496134496aeab32f7cbc54405017b9ec"},
 		{"codemode.tool.provider": "vault", "codemode.tool.name": "read", "codemode.tool.result": "CONNECTION_BROKEN",
 			"codemode.tool.args_bytes": "2", "codemode.tool.args_sha256": "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"},
-		{"http.request.method": "POST", "url.scheme": "https", "server.address": "api.example.test", "url.path": "/a/b", "http.response.status_code": "503"},
+		{"http.request.method": "POST", "codemode.outbound.mode": "stub", "url.scheme": "https", "server.address": "api.example.test", "http.response.status_code": "503"},
 	} {
 		got := attrs(spans[i])
 		if len(got) != len(want) {
@@ -256,5 +257,37 @@ func BenchmarkOn(b *testing.B) {
 		out.End(200, nil)
 		Execution(cctx, Tenant.String("t"))
 		EndCall(span, nil)
+	}
+}
+
+func TestNativeRequestsAreSpansAtTheirOwnTimes(t *testing.T) {
+	tr, rec := recording(false)
+	ctx, exec := tr.StartCall(context.Background(), SpanExecute, TraceContext{})
+	start := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	NativeRequests(ctx, []protocol.NativeRequest{
+		{Method: "GET", Host: "api.example.test", Status: 200, Start: start, Duration: 40 * time.Millisecond},
+		{Method: "PUT", Host: "down.example.test", Start: start.Add(time.Second), Duration: time.Millisecond},
+	})
+	NativeRequests(context.Background(), []protocol.NativeRequest{{Method: "GET"}}) // no execution: nothing
+	exec.End()
+	spans := rec.Ended()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for i, want := range []struct {
+		method, host, status, statusText string
+		start                            time.Time
+		took                             time.Duration
+	}{{"GET", "api.example.test", "200", "", start, 40 * time.Millisecond}, {"PUT", "down.example.test", "", "failed", start.Add(time.Second), time.Millisecond}} {
+		s := spans[i]
+		got := map[string]string{}
+		for _, kv := range s.Attributes() {
+			got[string(kv.Key)] = kv.Value.String()
+		}
+		if s.Name() != SpanOutbound || s.Parent().SpanID() != exec.SpanContext().SpanID() || got["http.request.method"] != want.method ||
+			got["server.address"] != want.host || got["http.response.status_code"] != want.status || got["codemode.outbound.mode"] != "native" ||
+			s.Status().Description != want.statusText || !s.StartTime().Equal(want.start) || s.EndTime().Sub(s.StartTime()) != want.took {
+			t.Errorf("span %d: %s %v %+v %v–%v", i, s.Name(), got, s.Status(), s.StartTime(), s.EndTime())
+		}
 	}
 }
