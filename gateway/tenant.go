@@ -213,7 +213,9 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if m != nil {
 		member = m.name
 	}
-	telemetry.Execution(ctx, telemetry.Tenant.String(t.name), telemetry.Backend.String(set.group.name), telemetry.Member.String(member), telemetry.Outcome.String(oc))
+	if telemetry.Recording(ctx) {
+		telemetry.Execution(ctx, telemetry.Tenant.String(t.name), telemetry.Backend.String(set.group.name), telemetry.Member.String(member), telemetry.Outcome.String(oc))
+	}
 	t.log.Info("execution", append(logIDs(ctx), "request", requestID(), "backend", member, "outcome", oc, "wallMs", millis(wall), "retained", err == nil && res.ExecutionID != "")...)
 	if err != nil {
 		return nil, err

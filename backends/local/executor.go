@@ -88,8 +88,10 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 	res, err := e.await(ctx, r)
 	if res != nil {
 		res.QueueWait = wait
-		telemetry.Execution(ctx, telemetry.RunClockMs.Float64(telemetry.Ms(res.RunClock)))
-		telemetry.NativeRequests(ctx, res.NativeRequests)
+		if telemetry.Recording(ctx) {
+			telemetry.Execution(ctx, telemetry.RunClockMs.Float64(telemetry.Ms(res.RunClock)))
+			telemetry.NativeRequests(ctx, res.NativeRequests)
+		}
 	}
 	return res, err
 }

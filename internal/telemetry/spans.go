@@ -288,6 +288,10 @@ func ErrorKind(err error) string {
 	return "error"
 }
 
+// Recording reports whether ctx's span records: callers check it before
+// they build attributes, so that tracing off costs no allocation.
+func Recording(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
+
 // Execution annotates the span of ctx with what the gateway knows about an
 // execution.
 func Execution(ctx context.Context, attrs ...attribute.KeyValue) {

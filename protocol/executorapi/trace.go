@@ -27,19 +27,41 @@ const (
 // member of the wrong type is a TypeError like any other option's; a
 // malformed traceparent is ignored, as the W3C recommendation asks.
 func traceContextOf(v any) (telemetry.TraceContext, error) {
-	m, ok := asMap(v)
-	if !ok {
-		return telemetry.TraceContext{}, nil // applyOptions says what is wrong
-	}
 	var tc telemetry.TraceContext
-	var err error
-	if tc.Parent, err = optionalString(m, optionTraceparent); err != nil {
-		return tc, shapeError("execute: options.%v", err)
-	}
-	if tc.State, err = optionalString(m, optionTracestate); err != nil {
-		return tc, shapeError("execute: options.%v", err)
+	for _, key := range []string{optionTraceparent, optionTracestate} {
+		f, present := optionMember(v, key)
+		if !present || isAbsent(f) {
+			continue
+		}
+		text, ok := f.(string)
+		if !ok {
+			return telemetry.TraceContext{}, shapeError("execute: options.%s must be a string", key)
+		}
+		if key == optionTraceparent {
+			tc.Parent = text
+		} else {
+			tc.State = text
+		}
 	}
 	return tc, nil
+}
+
+// optionMember looks one member up in execute's options without building
+// a map of them (applyOptions says what is wrong with options that are not
+// an object).
+func optionMember(v any, key string) (any, bool) {
+	switch o := v.(type) {
+	case capnweb.Object:
+		for _, f := range o {
+			if f.Key == key {
+				return f.Value, true
+			}
+		}
+	case map[string]any:
+		f, ok := o[key]
+		return f, ok
+	}
+	return nil, false
 }
 
 // withTraceContext adds ctx's trace context to execute's options.
