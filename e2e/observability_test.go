@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -61,7 +59,7 @@ func TestJSONLogsMetricsAndBuildInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(gatewayBinary(t), "serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "OTEL_BSP_SCHEDULE_DELAY=50")
+	cmd.Env = append(os.Environ(), exportSoon)
 	stderr := &lockedBuffer{t: t}
 	cmd.Stderr = stderr
 	var mu sync.Mutex
@@ -78,10 +76,7 @@ func TestJSONLogsMetricsAndBuildInfo(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ex, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(proc.url, "http")+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex := dialExecutor(t, ctx, proc.url, key, nil)
 	// A run long enough for the pool's memory poll to see its worker.
 	res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => { const end = Date.now() + 300; while (Date.now() < end) {} return 1 }"})
 	if err != nil || res.ResultJSON != "1" {

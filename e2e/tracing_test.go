@@ -68,48 +68,12 @@ func callerContext(t *testing.T, trace16, span8 string) trace.SpanContext {
 func TestTracesAcrossGatewayAndExecutorServer(t *testing.T) {
 	rcv := otlptest.Start()
 	defer rcv.Close()
-	otel := []string{"OTEL_BSP_SCHEDULE_DELAY=50"}
 	memberKey, memberHash := newKey(t)
-	cmd := []string{"--key-hash", memberHash, "--tracing"}
-	member := startExecutorServerEnv(t, append(otel, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+rcv.URL()), cmd...)
-	alphaKey, alphaHash := newKey(t)
-	betaKey, betaHash := newKey(t)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-tracing:
-  enabled: true
-  endpoint: %s
-backends:
-  - name: local
-    type: local
-    local: {maxWorkers: 2}
-  - name: far
-    type: remote
-    remote:
-      members: [{url: %q, keyEnv: MEMBER_KEY}]
-tenants:
-  - name: alpha
-    backend: local
-    keys: [{name: alpha-key, hash: %s}]
-  - name: beta
-    backend: far
-    keys: [{name: beta-key, hash: %s}]
-routes:
-  - path: /v1/executor
-    kind: executor
-`, rcv.URL(), member.url, alphaHash, betaHash)
-	gw := startGatewayProcess(t, cfg, append(otel, "MEMBER_KEY="+memberKey)...)
-	wsURL := "ws" + strings.TrimPrefix(gw.url, "http") + "/v1/executor"
-
+	member := startExecutorServerEnv(t, []string{exportSoon, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + rcv.URL()}, "--key-hash", memberHash, "--tracing")
+	gw, keys := tracedGateway(t, rcv, member.url, memberKey, "beta")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dial := func(key string, h http.Header) *remote.Executor {
-		h.Set("Authorization", "Bearer "+key)
-		ex, err := remote.Dial(ctx, wsURL, remote.Options{Header: h})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ex
-	}
+	dial := func(key string, h http.Header) *remote.Executor { return dialExecutor(t, ctx, gw.url, key, h) }
 	run := func(ex *remote.Executor, ctx context.Context) {
 		res, err := ex.Execute(ctx, tracedRequest())
 		if err != nil || res.HasError || res.ResultJSON != `{"got":"`+resultSecret+`","status":201,"n":19}` {
@@ -118,7 +82,7 @@ routes:
 	}
 
 	// beta, two hops: the caller's context travels in the call options.
-	beta := dial(betaKey, http.Header{})
+	beta := dial(keys["beta"], nil)
 	caller := callerContext(t, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
 	run(beta, trace.ContextWithSpanContext(ctx, caller))
 	// beta again, with no context at all: a trace of its own.
@@ -126,7 +90,7 @@ routes:
 	beta.Close()
 	// alpha, one hop: the caller's context came with the upgrade.
 	upgrade := callerContext(t, "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
-	alpha := dial(alphaKey, http.Header{"Traceparent": {"00-" + upgrade.TraceID().String() + "-" + upgrade.SpanID().String() + "-01"}})
+	alpha := dial(keys["alpha"], http.Header{"Traceparent": {"00-" + upgrade.TraceID().String() + "-" + upgrade.SpanID().String() + "-01"}})
 	run(alpha, ctx)
 	alpha.Close()
 
@@ -250,7 +214,7 @@ routes:
 	one(children(a, "gateway", "codemode.tool_call"), "alpha's tool call")
 
 	for _, text := range rcv.Texts() {
-		for _, secret := range []string{programSecret, argsSecret, resultSecret, querySecret, "token=", memberKey, alphaKey, betaKey, "vault.read"} {
+		for _, secret := range []string{programSecret, argsSecret, resultSecret, querySecret, "token=", memberKey, keys["alpha"], keys["beta"], "vault.read"} {
 			if strings.Contains(text, secret) {
 				t.Errorf("the collector received %q, which holds %q", text, secret)
 			}
@@ -298,15 +262,10 @@ tenants:
 routes:
   - path: /v1/executor
     kind: executor
-`, rcv.URL(), hash), "OTEL_BSP_SCHEDULE_DELAY=50")
+`, rcv.URL(), hash), exportSoon)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ex, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(gw.url, "http")+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
-	res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => (await fetch("` + upstream.URL + `/accounts/PATH-SECRET-77?token=` + querySecret + `")).status`})
+	res, err := dialExecutor(t, ctx, gw.url, key, nil).Execute(ctx, &protocol.ExecuteRequest{Code: `async () => (await fetch("` + upstream.URL + `/accounts/PATH-SECRET-77?token=` + querySecret + `")).status`})
 	if err != nil || res.ResultJSON != "418" || res.Usage == nil || res.Usage.OutboundRequests != 1 {
 		t.Fatalf("the native fetch: %+v, %v", res, err)
 	}

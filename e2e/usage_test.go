@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -23,36 +22,14 @@ func TestUsageAndTraceContextFromJavaScript(t *testing.T) {
 	defer rcv.Close()
 	memberKey, memberHash := newKey(t)
 	member := startExecutorServer(t, "--key-hash", memberHash)
-	alphaKey, alphaHash := newKey(t)
-	gammaKey, gammaHash := newKey(t)
-	gw := startGatewayProcess(t, fmt.Sprintf(`listen: 127.0.0.1:0
-tracing: {enabled: true, endpoint: %s}
-backends:
-  - name: local
-    type: local
-    local: {maxWorkers: 2}
-  - name: far
-    type: remote
-    remote:
-      members: [{url: %q, keyEnv: MEMBER_KEY}]
-tenants:
-  - name: alpha
-    backend: local
-    keys: [{name: alpha-key, hash: %s}]
-  - name: gamma
-    backend: far
-    keys: [{name: gamma-key, hash: %s}]
-routes:
-  - path: /v1/executor
-    kind: executor
-`, rcv.URL(), member.url, alphaHash, gammaHash), "MEMBER_KEY="+memberKey, "OTEL_BSP_SCHEDULE_DELAY=50")
+	gw, keys := tracedGateway(t, rcv, member.url, memberKey, "gamma")
 
 	traces := map[string]string{"alpha": "11111111111111111111111111111111", "gamma": "22222222222222222222222222222222"}
 	const parent = "3333333333333333"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "usage.test.mjs")
-	cmd.Env = append(os.Environ(), "GATEWAY_URL="+gw.url, "ALPHA_KEY="+alphaKey, "GAMMA_KEY="+gammaKey,
+	cmd.Env = append(os.Environ(), "GATEWAY_URL="+gw.url, "ALPHA_KEY="+keys["alpha"], "GAMMA_KEY="+keys["gamma"],
 		"ALPHA_TRACEPARENT=00-"+traces["alpha"]+"-"+parent+"-01", "GAMMA_TRACEPARENT=00-"+traces["gamma"]+"-"+parent+"-01")
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test usage.test.mjs:\n%s", out)

@@ -227,27 +227,17 @@ func FuzzTraceContext(f *testing.F) {
 
 // BenchmarkOff is what tracing costs an execution with one tool call and
 // one outbound request when it is off: no allocation, a few nil checks.
-func BenchmarkOff(b *testing.B) {
-	var tr *Tracing
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		cctx, span := tr.StartCall(ctx, SpanExecute, TraceContext{Parent: traceparent})
-		_, call := tr.StartToolCall(cctx, span, "p", "t", "[]")
-		call.End(`{"result":1}`, nil)
-		_, out := tr.StartOutbound(cctx, span, "GET", "https://example.test/")
-		out.End(200, nil)
-		if Recording(cctx) {
-			Execution(cctx, Tenant.String("t"))
-		}
-		EndCall(span, nil)
-	}
-}
+func BenchmarkOff(b *testing.B) { benchExecution(b, nil) }
 
 // BenchmarkOn is the same with tracing on and every span sampled, for
 // comparison.
 func BenchmarkOn(b *testing.B) {
 	tr, _ := recording(false)
+	benchExecution(b, tr)
+}
+
+// benchExecution makes the spans of one execution as the gateway does.
+func benchExecution(b *testing.B, tr *Tracing) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
