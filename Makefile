@@ -150,3 +150,30 @@ image: rootfs
 # size, and runs the gateway and a worker process in it.
 image-test: image
 	cd deploy && ENGINE=$(ENGINE) IMAGE=$(IMAGE) IMAGE_VERSION=$(VERSION) $(GO) test -count=1 -run '^TestImage' -v .
+
+# ---- TypeScript client (clients/typescript) and its examples ----------------
+# npm ci of the package (its adapters' upstream packages and playwright-core
+# are dev dependencies) and of examples/, which links the package. make test
+# runs client-test first, alone (clients/typescript/client_test.go, build tag
+# clienttest): tsc, tsc --noEmit of every example, and the package's node
+# --test files against the real gateway binary and headless Chromium. Its
+# vectors test (no tag) runs with the rest of the tree.
+CLIENT   := clients/typescript
+EXAMPLES := examples
+
+.PHONY: client-deps client-test
+
+client-deps: $(CLIENT)/node_modules/.package-lock.json $(EXAMPLES)/node_modules/.package-lock.json
+
+$(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package.json $(CLIENT)/package-lock.json
+	cd $(CLIENT) && npm ci --no-audit --no-fund
+
+$(EXAMPLES)/node_modules/.package-lock.json: $(EXAMPLES)/package.json $(EXAMPLES)/package-lock.json $(CLIENT)/node_modules/.package-lock.json
+	cd $(EXAMPLES) && npm ci --no-audit --no-fund
+
+# The client's tests alone (make test runs them too).
+client-test: client-deps
+	$(GO) vet -tags clienttest ./$(CLIENT)/
+	$(GO) test -tags clienttest -count=1 ./$(CLIENT)/
+
+test: client-test

@@ -88,7 +88,8 @@ func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string))
 			if onLine != nil {
 				onLine(line)
 			}
-			if m := listening.FindStringSubmatch(line); m != nil && (onLine == nil || strings.Contains(line, "gateway listening on")) {
+			// An admin line, plain or JSON, is never the address asked for.
+			if m := listening.FindStringSubmatch(line); m != nil && !strings.Contains(line, "admin listening on") {
 				select {
 				case found <- m[1]:
 				default:
@@ -118,6 +119,38 @@ func startExecutorServerEnv(t *testing.T, env []string, args ...string) *process
 	cmd := exec.Command(gatewayBinary(t), append([]string{"serve", "--executor-server", "--listen", "127.0.0.1:0", "--max-workers", "2"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	return startProcess(t, "the executor server", cmd, nil)
+}
+
+// startExecutorServerWithAdmin is startExecutorServer with an admin
+// listener; it returns the admin listener's http:// address too.
+func startExecutorServerWithAdmin(t *testing.T, args ...string) (*process, string) {
+	t.Helper()
+	var admin string
+	cmd := exec.Command(gatewayBinary(t), append([]string{"serve", "--executor-server", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--max-workers", "2"}, args...)...)
+	// The admin line comes before the address line, on the goroutine that
+	// then reports the address: the write happens before startProcess
+	// returns.
+	p := startProcess(t, "the executor server", cmd, func(line string) {
+		if m := adminListening.FindStringSubmatch(line); m != nil {
+			admin = m[1]
+		}
+	})
+	if admin == "" {
+		t.Fatal("the executor server did not say where its admin listener is")
+	}
+	return p, admin
+}
+
+// dialWithKey connects to an ExecutorApi at url (ws://) with a bearer key;
+// the connection closes when the test ends.
+func dialWithKey(ctx context.Context, t *testing.T, url, key string) *remote.Executor {
+	t.Helper()
+	ex, err := remote.Dial(ctx, url, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return ex
 }
 
 // kill ends the server and its worker processes at once.

@@ -423,3 +423,51 @@ routes:
 		t.Fatalf("after replica B closed the handles, replica A gave %v", err)
 	}
 }
+
+// TestExecutorServerAdminEndpoints: `gateway serve --executor-server
+// --admin-listen` answers the probes and counts the executions it ran.
+func TestExecutorServerAdminEndpoints(t *testing.T) {
+	key, hash := newKey(t)
+	srv, admin := startExecutorServerWithAdmin(t, "--key-hash", hash)
+	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
+		if code, body := get(t, admin+path); code != 200 || body != want {
+			t.Fatalf("%s answered %d %q, want 200 %q", path, code, body, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ex := dialWithKey(ctx, t, srv.url, key)
+	for _, code := range []string{"async () => 1", "async () => 2", "async () => { throw new Error('x') }"} {
+		if _, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: code}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, body := get(t, admin+"/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics answered %d", code)
+	}
+	for series, want := range map[string]float64{
+		`codemode_executions_total{backend="local",outcome="ok"}`:         2,
+		`codemode_executions_total{backend="local",outcome="user_error"}`: 1,
+		`codemode_execution_wall_seconds_count{backend="local"}`:          3,
+		`codemode_executions_in_flight`:                                   0,
+		`codemode_queue_overflows_total{backend="local"}`:                 0,
+	} {
+		if got := metric(t, body, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+	if started := metric(t, body, `codemode_workers_started_total{backend="local"}`); started < 1 {
+		t.Errorf("codemode_workers_started_total = %v, want at least 1", started)
+	}
+	// The admin listener is the operator's: it serves no ExecutorApi, and
+	// an executor server has no configuration to reload.
+	resp, err := http.Post(admin+"/reload", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("POST /reload on an executor server answered %d", resp.StatusCode)
+	}
+}

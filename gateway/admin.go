@@ -3,30 +3,48 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// AdminHandler serves the operator's endpoints, for a listener of their
-// own: /metrics (Prometheus), /healthz (the process is up) and /readyz
-// (not draining, and every backend group has a usable member).
-func (g *Gateway) AdminHandler() http.Handler {
+// AdminEndpoints are what one admin listener serves. A gateway and an
+// executor server both build theirs with NewAdminHandler, so the routes,
+// their texts and whatever guards them are the same for both.
+type AdminEndpoints struct {
+	// Registry is served at GET /metrics.
+	Registry *prometheus.Registry
+	// NotReady says why GET /readyz fails; "" when the process can serve.
+	NotReady func() string
+	// Reload re-reads the configuration at POST /reload; nil serves no
+	// such route.
+	Reload func() error
+}
+
+// NewAdminHandler serves the operator's endpoints, for a listener of their
+// own: /metrics (Prometheus), /healthz (the process is up), /readyz (it
+// can serve) and, where there is a configuration to re-read, POST /reload.
+func NewAdminHandler(a AdminEndpoints) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
-		if err := g.reloadFromFile(); err != nil {
-			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
-			return
-		}
-		fmt.Fprintln(w, "reloaded")
-	})
+	if a.Reload != nil {
+		mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
+			if err := a.Reload(); err != nil {
+				http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+				return
+			}
+			fmt.Fprintln(w, "reloaded")
+		})
+	}
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if reason := g.notReady(); reason != "" {
+		if reason := a.NotReady(); reason != "" {
 			http.Error(w, reason, http.StatusServiceUnavailable)
 			return
 		}
@@ -35,18 +53,31 @@ func (g *Gateway) AdminHandler() http.Handler {
 	return mux
 }
 
+// AdminHandler serves the gateway's operator endpoints (NewAdminHandler):
+// /readyz passes unless notReady says why not.
+func (g *Gateway) AdminHandler() http.Handler {
+	return NewAdminHandler(AdminEndpoints{Registry: g.metrics.reg, NotReady: g.notReady, Reload: g.reloadFromFile})
+}
+
+// notReady says why the replica cannot serve: it is draining, a group
+// whose readiness is required has no usable member, or no group has one.
+// A group that is down but optional leaves the replica serving the tenants
+// of the others.
 func (g *Gateway) notReady() string {
 	if g.draining.Load() {
 		return "draining"
 	}
-	for _, grp := range g.groups {
-		usable := false
-		for _, m := range grp.members {
-			usable = usable || m.healthy.Load()
+	any := false
+	for _, name := range slices.Sorted(maps.Keys(g.groups)) {
+		grp := g.groups[name]
+		usable := grp.usable()
+		any = any || usable
+		if !usable && grp.required {
+			return fmt.Sprintf("backend %s has no healthy member, and its readiness is required", name)
 		}
-		if !usable {
-			return fmt.Sprintf("backend %s has no healthy member", grp.name)
-		}
+	}
+	if !any {
+		return "no backend group has a healthy member"
 	}
 	return ""
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,28 +24,107 @@ import (
 // member is one executor of a backend group: the local pool, or one remote
 // executor server.
 type member struct {
-	name     string // group/index, for logs and metrics
+	// name identifies the member in executionIds: the group's name for a
+	// local group, the group and a tag of the URL for a remote member.
+	name string
+	// label names it in logs: the group, and for a remote member its
+	// place in the group's list when it joined.
+	label    string
 	exec     protocol.Executor
 	inFlight atomic.Int64
 	healthy  atomic.Bool
 	log      *slog.Logger
+	// remote: the member is an executor server, whose address a tenant
+	// must never read.
+	remote bool
+	// config is a remote member's entry in the configuration, which a
+	// reload compares.
+	config config.RemoteMember
+}
+
+// The texts a tenant reads when a remote member's connection failed: the
+// fault's own text names the executor server's URL and the addresses
+// under it, which stay in the operator's log.
+const (
+	unreachableText = "The executor server behind this gateway could not be reached, so the call did not start. The gateway's operator has the details in its log."
+	brokenText      = "The connection to the executor server behind this gateway broke during the call, so its outcome is unknown. The gateway's operator has the details in its log."
+)
+
+// forTenant is err as a tenant may read it: a remote member's connection
+// fault keeps its code and gets a text without addresses; the original
+// goes to the log with the member's URL.
+func (m *member) forTenant(err error) error {
+	if err == nil || !m.remote {
+		return err
+	}
+	var text string
+	switch protocol.CodeOf(err) {
+	case protocol.CodeConnectionRejected:
+		text = unreachableText
+	case protocol.CodeConnectionBroken:
+		text = brokenText
+	default:
+		return err
+	}
+	m.log.Warn("executor server call failed; the tenant was told without its address", "error", err)
+	return protocol.NewFault(protocol.CodeOf(err), text)
 }
 
 // group is a named backend group.
 type group struct {
-	name    string
+	name string
+	// mu guards members and retired. members is replaced whole, never
+	// changed in place, so a reader ranges over the slice it was given.
+	mu      sync.Mutex
 	members []*member
+	// retired are the members a reload removed: they take no new
+	// executions and are closed once their executions and pinned handles
+	// are done.
+	retired map[*member]struct{}
 	// nativeOutbound: the group's operator allows native fetch.
 	nativeOutbound bool
 	// defaultTimeoutMs is the run bound the group gives a request that
 	// sets none.
 	defaultTimeoutMs int64
-	stop             context.CancelFunc
-	wg               sync.WaitGroup
+	// required: the replica is not ready while no member is usable.
+	required bool
+	// remote makes the members of a remote group; nil for a local one.
+	remote *remoteMaker
+	ctx    context.Context // ends when the group closes
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
 }
 
-func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares func(tenant string) local.Share) (*group, error) {
-	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout}
+// remoteMaker makes a remote group's members, at start and on a reload.
+type remoteMaker struct {
+	group       string
+	getenv      config.Getenv
+	log         *slog.Logger
+	dialTimeout time.Duration
+	// nameOf names a member from its URL, the same on every replica that
+	// shares the executionId key (the name is part of the ids), and
+	// without showing the URL to the tenant who holds an id.
+	nameOf func(url string) string
+}
+
+func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
+	h := http.Header{}
+	if rm.KeyEnv != "" {
+		h.Set("Authorization", "Bearer "+r.getenv(rm.KeyEnv))
+	}
+	return &member{
+		name:   r.nameOf(rm.URL),
+		label:  fmt.Sprintf("%s/%d", r.group, index),
+		exec:   remote.New(rm.URL, remote.Options{Header: h, DialTimeout: r.dialTimeout}),
+		log:    r.log.With("backend", r.group, "member", index, "url", rm.URL),
+		remote: true,
+		config: rm,
+	}
+}
+
+func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares func(tenant string) local.Share, nameOf func(url string) string) (*group, error) {
+	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout, required: b.Readiness == config.ReadinessRequired, retired: map[*member]struct{}{}}
+	g.ctx, g.stop = context.WithCancel(context.Background())
 	switch b.Type {
 	case "local":
 		s := b.Local.Settings(runtime.NumCPU())
@@ -65,7 +146,7 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares f
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, err)
 		}
-		m := &member{name: b.Name, exec: ex, log: log.With("backend", b.Name)}
+		m := &member{name: b.Name, label: b.Name, exec: ex, log: log.With("backend", b.Name)}
 		m.healthy.Store(true)
 		g.members = []*member{m}
 		g.nativeOutbound = b.Local.NativeOutbound
@@ -73,28 +154,24 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares f
 			g.defaultTimeoutMs = b.Local.DefaultTimeoutMs
 		}
 	case "remote":
+		g.remote = &remoteMaker{group: b.Name, getenv: getenv, log: log, dialTimeout: b.Remote.DialTimeout.Std(), nameOf: nameOf}
 		for i, rm := range b.Remote.Members {
-			h := http.Header{}
-			if rm.KeyEnv != "" {
-				h.Set("Authorization", "Bearer "+getenv(rm.KeyEnv))
-			}
-			name := fmt.Sprintf("%s/%d", b.Name, i)
-			m := &member{
-				name: name,
-				exec: remote.New(rm.URL, remote.Options{Header: h, DialTimeout: b.Remote.DialTimeout.Std()}),
-				log:  log.With("backend", b.Name, "member", i, "url", rm.URL),
-			}
-			g.members = append(g.members, m)
+			g.members = append(g.members, g.remote.member(rm, i))
 		}
 		// A remote server applies its own operator's outbound veto.
 		g.nativeOutbound = true
-		ctx, cancel := context.WithCancel(context.Background())
-		g.stop = cancel
-		g.checkHealth(ctx, b.Remote.DialTimeout.Std())
+		g.checkHealth(g.ctx, b.Remote.DialTimeout.Std())
 		g.wg.Add(1)
-		go g.healthLoop(ctx, b.Remote.HealthInterval.Std(), b.Remote.DialTimeout.Std())
+		go g.healthLoop(g.ctx, b.Remote.HealthInterval.Std(), b.Remote.DialTimeout.Std())
 	}
 	return g, nil
+}
+
+// current is the group's members as they are now.
+func (g *group) current() []*member {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.members
 }
 
 // nativeOptions are the local backend's native fetch settings; the config
@@ -133,7 +210,7 @@ func (g *group) healthLoop(ctx context.Context, every, timeout time.Duration) {
 
 func (g *group) checkHealth(ctx context.Context, timeout time.Duration) {
 	var wg sync.WaitGroup
-	for _, m := range g.members {
+	for _, m := range g.current() {
 		r, ok := m.exec.(*remote.Executor)
 		if !ok {
 			continue
@@ -156,18 +233,29 @@ func (g *group) checkHealth(ctx context.Context, timeout time.Duration) {
 	wg.Wait()
 }
 
+// usable: some member passes its health check.
+func (g *group) usable() bool {
+	for _, m := range g.current() {
+		if m.healthy.Load() {
+			return true
+		}
+	}
+	return false
+}
+
 // candidates lists the healthy members, fewest executions in flight first.
 // When none is healthy every member is listed, so that a request still
 // learns why (its connection error) rather than a generic refusal.
 func (g *group) candidates() []*member {
 	var out []*member
-	for _, m := range g.members {
+	members := g.current()
+	for _, m := range members {
 		if m.healthy.Load() {
 			out = append(out, m)
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, g.members...)
+		out = append(out, members...)
 	}
 	// Insertion sort: groups are small.
 	for i := 1; i < len(out); i++ {
@@ -187,6 +275,7 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest) (*pro
 		m.inFlight.Add(1)
 		res, err := m.exec.Execute(ctx, req)
 		m.inFlight.Add(-1)
+		err = m.forTenant(err)
 		switch protocol.CodeOf(err) {
 		case protocol.CodeQueueOverflow:
 			lastErr = err
@@ -202,12 +291,14 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest) (*pro
 }
 
 func (g *group) close() error {
-	if g.stop != nil {
-		g.stop()
-		g.wg.Wait()
-	}
+	g.stop()
+	g.wg.Wait()
+	g.mu.Lock()
+	all := slices.Concat(g.members, slices.Collect(maps.Keys(g.retired)))
+	g.retired = map[*member]struct{}{}
+	g.mu.Unlock()
 	var errs []error
-	for _, m := range g.members {
+	for _, m := range all {
 		errs = append(errs, m.exec.Close())
 	}
 	return errors.Join(errs...)

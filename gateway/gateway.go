@@ -15,7 +15,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path"
 	"reflect"
 	"slices"
 	"strings"
@@ -108,14 +107,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	for _, b := range cfg.Backends {
-		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf)
+		nameOf := func(url string) string { return g.handles.ids.memberName(b.Name, url) }
+		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf, nameOf)
 		if err != nil {
 			g.Close()
 			return nil, err
 		}
 		g.groups[b.Name] = grp
-		for _, m := range grp.members {
-			g.handles.members[m.name] = m
+		for _, m := range grp.current() {
+			g.handles.addMember(m)
 		}
 	}
 	g.metrics = newMetrics(g)
@@ -197,9 +197,10 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 // Reload serves cfg from now on: tenants, keys, JWT settings, policies and
 // routes change without dropping open connections (they keep serving the
 // tenant they authenticated as); a revoked key is refused on new
-// connections. What runs underneath (listeners, backend groups, the pin
-// table, the id key) changes only on a restart, so a cfg that changes it is
-// refused and the running configuration stays.
+// connections. The members of a remote group change too (applyMembers).
+// What else runs underneath (listeners, backend groups, the pin table, the
+// id key) changes only on a restart, so a cfg that changes it is refused
+// and the running configuration stays.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	cur := g.state.Load().cfg
 	for _, c := range []struct {
@@ -210,7 +211,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		{"whether the listener uses TLS", cur.TLS == nil, cfg.TLS == nil},
 		{"admin.listen", cur.Admin.Listen, cfg.Admin.Listen},
 		{"whether the admin listener uses TLS", cur.Admin.TLS == nil, cfg.Admin.TLS == nil},
-		{"backends", cur.Backends, cfg.Backends},
+		{"backends (other than the members of a remote group)", withoutMembers(cur.Backends), withoutMembers(cfg.Backends)},
 		{"pins", cur.Pins, cfg.Pins},
 		{"executionIds", cur.ExecutionIDs, cfg.ExecutionIDs},
 		{"tracing", cur.Tracing, cfg.Tracing},
@@ -223,6 +224,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	g.applyMembers(cfg)
 	g.state.Store(st)
 	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes), "configDigest", cfg.Digest)
 	return nil
@@ -319,6 +321,7 @@ type pathRoutes struct {
 type route struct {
 	cfg      config.Route
 	tenants  map[string]bool // nil: every tenant
+	origins  []config.OriginPattern
 	upstream *httputil.ReverseProxy
 }
 
@@ -334,6 +337,13 @@ func (g *Gateway) routes(st *state) (chi.Router, error) {
 			order = append(order, rc.Path)
 		}
 		rt := &route{cfg: rc}
+		for _, o := range rc.AllowedOrigins {
+			p, err := config.ParseOrigin(o)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: allowedOrigins: %w", rc.Path, err)
+			}
+			rt.origins = append(rt.origins, p)
+		}
 		if len(rc.Tenants) > 0 {
 			rt.tenants = map[string]bool{}
 			for _, t := range rc.Tenants {
@@ -418,8 +428,9 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		http.Error(w, fmt.Sprintf("tenant %q may not use this route", id.Tenant), http.StatusForbidden)
 		return
 	}
-	if !originAllowed(req, rt.cfg.AllowedOrigins) {
+	if !originAllowed(req, rt.origins) {
 		g.metrics.authFailures.WithLabelValues("forbidden").Inc()
+		g.log.Info("origin refused on route", "route", rt.cfg.Path, "kind", rt.cfg.Kind, "subprotocol", proto, "path", req.URL.Path, "origin", req.Header.Get("Origin"), "tenant", id.Tenant)
 		http.Error(w, "this origin may not use this route", http.StatusForbidden)
 		return
 	}
@@ -495,7 +506,7 @@ func newProxy(up *url.URL) *httputil.ReverseProxy {
 
 // originAllowed: a request without an Origin (not a browser) and a
 // same-host origin pass; any other origin must match a pattern.
-func originAllowed(req *http.Request, patterns []string) bool {
+func originAllowed(req *http.Request, patterns []config.OriginPattern) bool {
 	o := req.Header.Get("Origin")
 	if o == "" {
 		return true
@@ -507,10 +518,7 @@ func originAllowed(req *http.Request, patterns []string) bool {
 	if strings.EqualFold(u.Host, req.Host) {
 		return true
 	}
-	return slices.ContainsFunc(patterns, func(p string) bool {
-		ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host))
-		return ok
-	})
+	return slices.ContainsFunc(patterns, func(p config.OriginPattern) bool { return p.Matches(u.Scheme, u.Host) })
 }
 
 // authReason is safe to log: it never holds the credential.

@@ -202,7 +202,14 @@ func (e *env) metric(t *testing.T, series string) string {
 // upgrade attempts a WebSocket handshake and returns the HTTP status.
 func (e *env) upgrade(t *testing.T, path string, header http.Header) int {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.url+path, nil)
+	return upgradeStatus(t, e.url+path, header)
+}
+
+// upgradeStatus attempts a WebSocket handshake at url and returns the HTTP
+// status.
+func upgradeStatus(t *testing.T, url string, header http.Header) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
 	for k, v := range header {
 		req.Header[k] = v
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
@@ -12,9 +13,27 @@ import (
 // handles: from the pin table when this replica made the grant, else from
 // the authenticated id itself.
 type handleRoutes struct {
-	pins    *pins
-	ids     idCodec
-	members map[string]*member // by name, the same on every replica
+	pins *pins
+	ids  idCodec
+	mu   sync.RWMutex
+	// members are every member by name, the same on every replica; a
+	// member a reload removed stays until it is closed.
+	members map[string]*member
+}
+
+func (hr *handleRoutes) addMember(m *member) {
+	hr.mu.Lock()
+	hr.members[m.name] = m
+	hr.mu.Unlock()
+}
+
+// removeMember forgets m, unless a member of the same name took its place.
+func (hr *handleRoutes) removeMember(m *member) {
+	hr.mu.Lock()
+	if hr.members[m.name] == m {
+		delete(hr.members, m.name)
+	}
+	hr.mu.Unlock()
 }
 
 // grant pins a backend's executionId and returns the id the client sees.
@@ -35,7 +54,9 @@ func (hr *handleRoutes) find(id, tenant string) (pin, bool) {
 	if !ok || owner != tenant {
 		return pin{}, false
 	}
+	hr.mu.RLock()
 	m := hr.members[member]
+	hr.mu.RUnlock()
 	if m == nil {
 		return pin{}, false
 	}

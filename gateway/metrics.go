@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"iter"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -41,15 +44,8 @@ type metrics struct {
 func newMetrics(g *Gateway) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c); m.collectors = append(m.collectors, c) }
-	m.executions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "codemode_executions_total",
-		Help: "Executions by tenant, backend group and outcome (ok, user_error, timeout, memory, payload, or a fault code).",
-	}, []string{"tenant", "backend", "outcome"})
-	m.wall = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "codemode_execution_wall_seconds",
-		Help:    "Wall-clock duration of executions as the gateway saw them, tool waits included.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-	}, []string{"tenant", "backend"})
+	m.executions = executionsCounter("tenant", "backend", "outcome")
+	m.wall = wallHistogram("tenant", "backend")
 	m.inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "codemode_executions_in_flight",
 		Help: "Executions in flight by tenant.",
@@ -101,7 +97,7 @@ func newMetrics(g *Gateway) *metrics {
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_evictions_total", Help: "Pins evicted past the table's size or a tenant's handle bound; their handles were closed."},
 		func() float64 { return float64(ps.evictions.Load()) }))
 	f(&healthCollector{g: g, desc: prometheus.NewDesc("codemode_backend_healthy", "1 when a backend member passes its health check.", []string{"backend", "member"}, nil)})
-	f(newPoolCollector(g))
+	f(newPoolCollector(g.localPools))
 	m.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "codemode_queue_wait_seconds",
 		Help:    "Time executions waited for room in their backend before they started, as local backends report it.",
@@ -118,18 +114,53 @@ func newMetrics(g *Gateway) *metrics {
 	return m
 }
 
+// executionsCounter and wallHistogram are the execution metrics a gateway
+// and an executor server share, by the labels each can tell.
+func executionsCounter(labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_executions_total",
+		Help: "Executions by tenant, backend group and outcome (ok, user_error, timeout, memory, payload, or a fault code).",
+	}, labels)
+}
+
+func wallHistogram(labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "codemode_execution_wall_seconds",
+		Help:    "Wall-clock duration of executions as the gateway saw them, tool waits included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, labels)
+}
+
+// logExecution writes the one log line of an execution, the same on a
+// gateway and an executor server: with its connection and trace ids when
+// ctx has them, and its wall time in milliseconds.
+func logExecution(ctx context.Context, log *slog.Logger, backend, outcome string, wall time.Duration, retained bool) {
+	log.Info("execution", append(logIDs(ctx), "request", requestID(), "backend", backend, "outcome", outcome, "wallMs", millis(wall), "retained", retained)...)
+}
+
+// localPools lists the gateway's local backends by group name.
+func (g *Gateway) localPools(yield func(string, *local.Executor) bool) {
+	for _, grp := range g.groups {
+		for _, m := range grp.current() {
+			if pool, ok := m.exec.(*local.Executor); ok && !yield(grp.name, pool) {
+				return
+			}
+		}
+	}
+}
+
 // poolCollector reports the counters of every local backend's worker pool
 // as they are at scrape time.
 type poolCollector struct {
-	g     *Gateway
+	pools iter.Seq2[string, *local.Executor]
 	descs map[string]*prometheus.Desc
 }
 
-func newPoolCollector(g *Gateway) *poolCollector {
+func newPoolCollector(pools iter.Seq2[string, *local.Executor]) *poolCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, []string{"backend"}, nil)
 	}
-	return &poolCollector{g: g, descs: map[string]*prometheus.Desc{
+	return &poolCollector{pools: pools, descs: map[string]*prometheus.Desc{
 		"started":       d("codemode_workers_started_total", "Worker processes that became ready (replacements included)."),
 		"crashed":       d("codemode_workers_crashed_total", "Executions failed with WORKER_CRASHED, and worker starts that failed."),
 		"kills":         prometheus.NewDesc("codemode_worker_kills_total", "Runs a bound ended, by the layer that acted (timeout: a run held its worker past its deadline and the worker was killed; rss: the worker was killed for memory, by the RSS poll or for a run that ignored its memory cancel; rlimit: the address-space limit; heap: the in-worker watchdog ended the run alone).", []string{"backend", "layer"}, nil),
@@ -157,40 +188,34 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, grp := range c.g.groups {
-		for _, m := range grp.members {
-			pool, ok := m.exec.(*local.Executor)
-			if !ok {
-				continue
-			}
-			s := pool.Stats()
-			counter := func(key string, v int64, labels ...string) {
-				ch <- prometheus.MustNewConstMetric(c.descs[key], prometheus.CounterValue, float64(v), append([]string{grp.name}, labels...)...)
-			}
-			counter("started", s.WorkersStarted)
-			counter("crashed", s.WorkersCrashed)
-			counter("kills", s.TimeoutKills, "timeout")
-			counter("kills", s.RSSKills, "rss")
-			counter("kills", s.OutOfMemory, "rlimit")
-			counter("kills", s.HeapLimits, "heap")
-			counter("overflow", s.QueueOverflows)
-			counter("queueTimeouts", s.QueueTimeouts)
-			counter("granted", s.HandlesGranted)
-			counter("expired", s.HandlesExpired)
-			gauge := func(key string, v int) {
-				ch <- prometheus.MustNewConstMetric(c.descs[key], prometheus.GaugeValue, float64(v), grp.name)
-			}
-			gauge("alive", s.WorkersAlive)
-			gauge("spare", s.Spares)
-			gauge("busy", s.Busy)
-			gauge("runs", s.Runs)
-			gauge("parked", s.Parked)
-			gauge("retained", s.Retained)
-			gauge("queued", s.Queued)
-			gauge("memory", int(s.MemoryBytes))
-			gauge("maxWorkers", s.MaxWorkers)
-			gauge("poolTenants", s.Tenants)
+	for name, pool := range c.pools {
+		s := pool.Stats()
+		counter := func(key string, v int64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(c.descs[key], prometheus.CounterValue, float64(v), append([]string{name}, labels...)...)
 		}
+		counter("started", s.WorkersStarted)
+		counter("crashed", s.WorkersCrashed)
+		counter("kills", s.TimeoutKills, "timeout")
+		counter("kills", s.RSSKills, "rss")
+		counter("kills", s.OutOfMemory, "rlimit")
+		counter("kills", s.HeapLimits, "heap")
+		counter("overflow", s.QueueOverflows)
+		counter("queueTimeouts", s.QueueTimeouts)
+		counter("granted", s.HandlesGranted)
+		counter("expired", s.HandlesExpired)
+		gauge := func(key string, v int) {
+			ch <- prometheus.MustNewConstMetric(c.descs[key], prometheus.GaugeValue, float64(v), name)
+		}
+		gauge("alive", s.WorkersAlive)
+		gauge("spare", s.Spares)
+		gauge("busy", s.Busy)
+		gauge("runs", s.Runs)
+		gauge("parked", s.Parked)
+		gauge("retained", s.Retained)
+		gauge("queued", s.Queued)
+		gauge("memory", int(s.MemoryBytes))
+		gauge("maxWorkers", s.MaxWorkers)
+		gauge("poolTenants", s.Tenants)
 	}
 }
 
@@ -204,12 +229,18 @@ func (h *healthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
 
 func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, grp := range h.g.groups {
-		for _, m := range grp.members {
+		for i, m := range grp.current() {
 			v := 0.0
 			if m.healthy.Load() {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, v, grp.name, m.name)
+			// A remote member is labelled by its place in the group's
+			// list, as the operator wrote it; its name is for ids.
+			label := m.name
+			if m.remote {
+				label = fmt.Sprintf("%s/%d", grp.name, i)
+			}
+			ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, v, grp.name, label)
 		}
 	}
 }

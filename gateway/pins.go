@@ -129,6 +129,18 @@ func (ps *pins) closeAll() int {
 	return len(all)
 }
 
+// holds reports whether a pin names m.
+func (ps *pins) holds(m *member) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, id := range ps.all.Keys() {
+		if p, _ := ps.all.Peek(id); p.member == m {
+			return true
+		}
+	}
+	return false
+}
+
 func (ps *pins) len() int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()

@@ -211,12 +211,12 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	}
 	member := ""
 	if m != nil {
-		member = m.name
+		member = m.label
 	}
 	if telemetry.Recording(ctx) {
 		telemetry.Execution(ctx, telemetry.Tenant.String(t.name), telemetry.Backend.String(set.group.name), telemetry.Member.String(member), telemetry.Outcome.String(oc))
 	}
-	t.log.Info("execution", append(logIDs(ctx), "request", requestID(), "backend", member, "outcome", oc, "wallMs", millis(wall), "retained", err == nil && res.ExecutionID != "")...)
+	logExecution(ctx, t.log, member, oc, wall, err == nil && res.ExecutionID != "")
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +258,7 @@ func (t *tenant) InvokeHandle(ctx context.Context, id, handle string, req protoc
 		return protocol.OutboundResponse{}, protocol.NewHandlesClosedError(id)
 	}
 	resp, err := p.member.exec.InvokeHandle(ctx, p.inner, handle, req)
+	err = p.member.forTenant(err)
 	if executorapi.EndsHandles(err) {
 		t.routes.pins.drop(id)
 	}
@@ -270,7 +271,7 @@ func (t *tenant) CloseHandles(ctx context.Context, id string) error {
 	if !ok {
 		return protocol.NewHandlesClosedError(id)
 	}
-	err := p.member.exec.CloseHandles(ctx, p.inner)
+	err := p.member.forTenant(p.member.exec.CloseHandles(ctx, p.inner))
 	if err == nil || protocol.CodeOf(err) == protocol.CodeHandlesClosed {
 		t.routes.pins.drop(id)
 	}

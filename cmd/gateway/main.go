@@ -70,8 +70,9 @@ commands:
              result (FILE "-" reads standard input; run -h for the flags)
   check-config --config FILE
              validate a configuration file and report every problem
-  reload [--admin URL]
-             make a running gateway re-read its configuration (as SIGHUP)
+  reload [--config FILE | --admin ADDRESS]
+             make a running gateway re-read its configuration (as SIGHUP),
+             through the admin listener FILE names (default config.yaml)
   hash-key   read an API key on standard input and print the hash to
              configure (--new makes a fresh key)
   version    print the gateway's version, the Go release it was built

@@ -3,12 +3,19 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/gateway"
+	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -135,5 +142,99 @@ func TestRunProgram(t *testing.T) {
 	}
 	if code, _, errOut := runProgramCmd("  \n", "-"); code != 2 || !strings.Contains(errOut, "the program is empty") {
 		t.Errorf("empty program: %d %q", code, errOut)
+	}
+}
+
+// `serve --executor-server -h` says what the executor server is, then
+// lists its flags, --admin-listen among them.
+func TestExecutorServerHelp(t *testing.T) {
+	code, _, errOut := runCmd("serve", "--executor-server", "-h")
+	head, flags, ok := strings.Cut(errOut, "\nflags:\n")
+	if code != 2 || !ok || head+"\nflags:\n" != executorServerUsage {
+		t.Fatalf("-h: %d\n%s", code, errOut)
+	}
+	want := "  -admin-listen string\n    \taddress of the admin listener (/healthz, /readyz, /metrics); keep it off the callers' network (default: none)"
+	if first := strings.SplitN(flags, "\n", 3); len(first) < 2 || first[0]+"\n"+first[1] != want {
+		t.Fatalf("the first flag listed is not --admin-listen:\n%s", flags)
+	}
+}
+
+// `gateway reload --config FILE` posts to the admin listener FILE names,
+// a wildcard host reached on loopback; --admin takes host:port too.
+func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	src, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gw.yaml")
+	withAdmin := bytes.Replace(src, []byte("listen: 127.0.0.1:9090"), []byte("listen: \"0.0.0.0:"+port+"\""), 1)
+	if err := os.WriteFile(path, withAdmin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(cfg, gateway.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	srv := &http.Server{Handler: gw.AdminHandler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	if code, out, errOut := runCmd("reload", "--config", path); code != 0 || out != "reloaded\n" {
+		t.Fatalf("reload --config: %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut := runCmd("reload", "--admin", "127.0.0.1:"+port); code != 0 || out != "reloaded\n" {
+		t.Fatalf("reload --admin host:port: %d %q %q", code, out, errOut)
+	}
+	// A file the gateway would refuse is refused through reload too.
+	os.WriteFile(path, append(withAdmin, []byte("bogus: 1\n")...), 0o600)
+	want := fmt.Sprintf("gateway reload: refused; the running configuration stays:\n%s:%d: bogus: unknown key; the keys here are: listen, tls, admin, log, drainTimeout, limits, backends, jwt, tenants, routes, pins, executionIds\n",
+		path, bytes.Count(withAdmin, []byte("\n"))+1)
+	if code, _, errOut := runCmd("reload", "--config", path); code != 1 || errOut != want {
+		t.Fatalf("reload of a bad file: %d\n%q\nwant\n%q", code, errOut, want)
+	}
+	// No admin listener named: no guess at an address.
+	bare := filepath.Join(t.TempDir(), "bare.yaml")
+	os.WriteFile(bare, bytes.Replace(src, []byte("  listen: 127.0.0.1:9090\n"), nil, 1), 0o600)
+	want = "gateway reload: " + bare + " sets no admin.listen, so its gateway has no admin listener to ask (unless started with --admin-listen: give that address as --admin); send it SIGHUP instead\n"
+	if code, _, errOut := runCmd("reload", "--config", bare); code != 2 || errOut != want {
+		t.Fatalf("reload without an admin listener: %d\n%q\nwant\n%q", code, errOut, want)
+	}
+}
+
+// Where `gateway reload` posts, from --admin or the file's admin section.
+func TestReloadURL(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	file := func(admin string) string {
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("c%d.yaml", n))
+		os.WriteFile(p, []byte("admin: "+admin+"\n"), 0o600)
+		return p
+	}
+	for _, c := range []struct{ admin, cfg, want string }{
+		{"127.0.0.1:9191", "", "http://127.0.0.1:9191/reload"},
+		{"http://10.1.2.3:9090/", "", "http://10.1.2.3:9090/reload"},
+		{"", file(`{listen: "0.0.0.0:9292"}`), "http://127.0.0.1:9292/reload"},
+		{"", file(`{listen: "[::]:9292"}`), "http://[::1]:9292/reload"},
+		{"", file(`{listen: ":9393"}`), "http://127.0.0.1:9393/reload"},
+		{"", file(`{listen: "admin.internal:9494", tls: {certFile: c.pem, keyFile: k.pem}}`), "https://admin.internal:9494/reload"},
+	} {
+		got, err := reloadURL(c.admin, c.cfg)
+		if err != nil || got != c.want {
+			t.Errorf("--admin %q --config %q: %q, %v; want %q", c.admin, c.cfg, got, err, c.want)
+		}
+	}
+	if _, err := reloadURL("nowhere", ""); err == nil || err.Error() != `admin address "nowhere" is neither host:port nor a URL` {
+		t.Errorf("a bad --admin: %v", err)
 	}
 }

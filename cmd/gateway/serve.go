@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -89,29 +88,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	var adminSrv *http.Server
-	if cfg.Admin.Listen != "" {
-		aln, ascheme, err := listenMaybeTLS(cfg.Admin.Listen, gw.AdminTLSConfig())
-		if err != nil {
-			logger.Error("gateway serve failed: admin listener", "error", err)
-			return 1
-		}
-		adminSrv = &http.Server{Handler: gw.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
-		go adminSrv.Serve(aln)
-		announce(stdout, cfg.Log.Format, "admin listening on", fmt.Sprintf("%s://%s", ascheme, aln.Addr()))
+	adminSrv, err := serveAdmin(cfg.Admin.Listen, gw.AdminTLSConfig(), gw.AdminHandler(), stdout, cfg.Log.Format)
+	if err != nil {
+		logger.Error("gateway serve failed: admin listener", "error", err)
+		return 1
 	}
 	// Tests and scripts read the addresses from these lines.
 	announce(stdout, cfg.Log.Format, "gateway listening on", fmt.Sprintf("%s://%s", scheme, ln.Addr()))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		logger.Error("gateway serve failed", "error", err)
+	if !serveUntil(ctx, srv, ln, logger) {
 		return 1
-	case <-ctx.Done():
 	}
 	// Draining: readiness fails at once and the listener stops accepting;
 	// executions in flight finish (up to drainTimeout) on their open
@@ -124,26 +112,27 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if err := gw.Drain(drainCtx); err != nil {
 		logger.Warn("drain ended with executions still in flight", "error", err)
 	}
-	shutdown, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancelShutdown()
-	srv.Shutdown(shutdown)
-	if adminSrv != nil {
-		adminSrv.Shutdown(shutdown)
-	}
-	logger.Info("stopped")
+	shutdown(logger, 5*time.Second, srv, adminSrv)
 	return 0
 }
 
 // reload runs `gateway reload`: it asks a running gateway, through its
-// admin listener, to re-read its configuration file (as SIGHUP does).
+// admin listener, to re-read its configuration file (as SIGHUP does). The
+// listener is --admin, else admin.listen of --config.
 func reload(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gateway reload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "http://127.0.0.1:9090", "the gateway's admin listener")
+	cfgPath := fs.String("config", "config.yaml", "the configuration file of the gateway to reload: its admin.listen is the address")
+	admin := fs.String("admin", "", "the gateway's admin listener, host:port or a URL; overrides the configuration's")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	resp, err := http.Post(strings.TrimRight(*admin, "/")+"/reload", "text/plain", nil)
+	target, err := reloadURL(*admin, *cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway reload:", err)
+		return 2
+	}
+	resp, err := http.Post(target, "text/plain", nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 1
@@ -156,6 +145,92 @@ func reload(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprint(stdout, string(body))
 	return 0
+}
+
+// reloadURL is where `gateway reload` posts: the admin address given, or
+// the one the configuration file names. An address without a scheme is
+// http (https when the file gives the admin listener TLS); a wildcard
+// host is reached on loopback.
+func reloadURL(admin, cfgPath string) (string, error) {
+	scheme := "http"
+	if admin == "" {
+		a, err := config.ReadAdmin(cfgPath)
+		if err != nil {
+			return "", err
+		}
+		if a.Listen == "" {
+			return "", fmt.Errorf("%s sets no admin.listen, so its gateway has no admin listener to ask (unless started with --admin-listen: give that address as --admin); send it SIGHUP instead", cfgPath)
+		}
+		admin = a.Listen
+		if a.TLS != nil {
+			scheme = "https"
+		}
+	}
+	if !strings.Contains(admin, "://") {
+		host, port, err := net.SplitHostPort(admin)
+		if err != nil {
+			return "", fmt.Errorf("admin address %q is neither host:port nor a URL", admin)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "127.0.0.1"
+			if ip != nil && ip.To4() == nil {
+				host = "::1"
+			}
+		}
+		admin = scheme + "://" + net.JoinHostPort(host, port)
+	}
+	return strings.TrimRight(admin, "/") + "/reload", nil
+}
+
+// serveAdmin serves an admin handler on addr, in the background, and
+// prints where; an empty addr serves nothing (and the nil server it
+// returns shuts down as a no-op).
+func serveAdmin(addr string, tc *tls.Config, h http.Handler, stdout io.Writer, format string) (*adminServer, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, scheme, err := listenMaybeTLS(addr, tc)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	// Tests and scripts read the address from this line.
+	announce(stdout, format, "admin listening on", fmt.Sprintf("%s://%s", scheme, ln.Addr()))
+	return &adminServer{srv}, nil
+}
+
+// adminServer is an admin listener's server, nil when there is none.
+type adminServer struct{ srv *http.Server }
+
+func (a *adminServer) Shutdown(ctx context.Context) {
+	if a != nil {
+		a.srv.Shutdown(ctx)
+	}
+}
+
+// shutdown stops srv and the admin listener, giving open requests up to
+// grace.
+func shutdown(logger *slog.Logger, grace time.Duration, srv *http.Server, admin *adminServer) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	srv.Shutdown(ctx)
+	admin.Shutdown(ctx)
+	logger.Info("stopped")
+}
+
+// serveUntil serves srv on ln until ctx ends (true: the caller stops it),
+// or until serving fails (false, said on stderr).
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Logger) bool {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		logger.Error("gateway serve failed", "error", err)
+		return false
+	case <-ctx.Done():
+		return true
+	}
 }
 
 // listenMaybeTLS opens a listener, with TLS when tc is not nil.
@@ -213,24 +288,19 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// serveUntilSignal serves h on ln until SIGINT or SIGTERM, then shuts down,
-// giving open requests up to ten seconds.
-func serveUntilSignal(ln net.Listener, h http.Handler, stderr io.Writer) int {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(stderr, "gateway serve:", err)
-		return 1
-	}
-	return 0
-}
+// executorServerUsage opens `gateway serve --executor-server -h`.
+const executorServerUsage = `usage: gateway serve --executor-server [flags]
+
+Serve the executor contract's ExecutorApi on one WebSocket route, running
+programs on the embedded local backend: what a gateway's remote backend
+group connects to. Every caller is one tenant to it; the gateway in front
+applies the tenants' policies and shares. With --admin-listen it serves
+/healthz, /readyz and /metrics on a listener of their own, and it logs
+one line per execution. SIGINT or SIGTERM fails readiness, then stops,
+giving open requests up to ten seconds.
+
+flags:
+`
 
 // serveExecutor runs `gateway serve --executor-server`: the contract's
 // ExecutorApi on one WebSocket route, served by the embedded local backend.
@@ -238,8 +308,13 @@ func serveUntilSignal(ln net.Listener, h http.Handler, stderr io.Writer) int {
 func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gateway serve --executor-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), executorServerUsage)
+		fs.PrintDefaults()
+	}
 	listen := fs.String("listen", "127.0.0.1:8787", "address to listen on (port 0 picks a free one)")
 	path := fs.String("path", "/", "the route that serves ExecutorApi")
+	admin := fs.String("admin-listen", "", "address of the admin listener (/healthz, /readyz, /metrics); keep it off the callers' network (default: none)")
 	var hashes keyHashes
 	fs.Var(&hashes, "key-hash", "an API key hash (from `gateway hash-key`) a caller must present as `Authorization: Bearer <key>`; repeatable")
 	noAuth := fs.Bool("insecure-no-auth", false, "serve without credentials on a non-loopback address (never do this on a shared network)")
@@ -250,7 +325,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Int64("timeout-ms", 0, "run bound of a request that sets none, in ms (default 30000)")
 	responseLimit := fs.Int("response-limit", 0, "largest result envelope or handle answer in bytes (default: just under 1 MiB)")
 	readLimit := fs.Int64("read-limit", 0, "largest received WebSocket message in bytes (default 1 MiB)")
-	fs.Bool("executor-server", true, "serve ExecutorApi directly (the only mode until the gateway config lands)")
+	fs.Bool("executor-server", true, "serve ExecutorApi on the local backend instead of a gateway configuration")
 	tracing := fs.Bool("tracing", false, "export OpenTelemetry traces over OTLP/HTTP, configured by the standard OTEL_* environment variables")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -276,7 +351,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	if *maxWorkers == 0 {
 		*maxWorkers = *pool
 	}
-	exec, err := local.New(local.Options{
+	pl, err := local.New(local.Options{
 		MaxWorkers: *maxWorkers, QueueBound: *queue, MemoryLimitMB: *memory, DefaultTimeoutMs: *timeout, Logger: logger,
 		// Every caller of an executor server is one tenant to it: the
 		// gateway in front applies the tenants' shares.
@@ -286,6 +361,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
 	}
+	exec := gateway.NewExecutorServer(pl, logger)
 	defer exec.Close()
 	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion()})
 	if err != nil {
@@ -305,12 +381,27 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
 	}
+	adminSrv, err := serveAdmin(*admin, nil, exec.AdminHandler(), stdout, "text")
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway serve: admin listener:", err)
+		return 1
+	}
 	mux := http.NewServeMux()
 	mux.Handle(*path, requireKey(keys, api))
-	// Tests and scripts read the address from this line.
+	// Tests and scripts read the addresses from these lines.
 	fmt.Fprintf(stdout, "executor server listening on ws://%s%s\n", ln.Addr(), *path)
 	logger.Info("executor server started", "addr", ln.Addr().String(), "path", *path, "auth", keys != nil)
-	return serveUntilSignal(ln, mux, stderr)
+
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if !serveUntil(ctx, srv, ln, logger) {
+		return 1
+	}
+	exec.Stop()
+	logger.Info("stopping: open requests get up to ten seconds")
+	shutdown(logger, 10*time.Second, srv, adminSrv)
+	return 0
 }
 
 // requireKey answers 401 before any upgrade unless the request carries one

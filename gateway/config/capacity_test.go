@@ -105,7 +105,7 @@ func TestCapsALocalGroupCannotHonour(t *testing.T) {
 		{
 			"a shared group of one worker", []string{group, "      poolSize: 1\n"},
 			[]string{
-				`c.yaml:12: tenants[0].policy.cpuSlots: the default of 1 would let it take every worker process of backend "local", which 1 other tenant shares; a shared group needs maxWorkers of at least 2`,
+				`c.yaml:11: tenants[0].policy.cpuSlots: the default of 1 would let it take every worker process of backend "local", which 1 other tenant shares; a shared group needs maxWorkers of at least 2`,
 				`c.yaml:13: tenants[1].policy.cpuSlots: the default of 1 would let it take every worker process of backend "local", which 1 other tenant shares; a shared group needs maxWorkers of at least 2`,
 			},
 		},
@@ -127,7 +127,7 @@ func TestCapsALocalGroupCannotHonour(t *testing.T) {
 			"maxHandles from the operator's limit",
 			[]string{"listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nlimits: {maxConcurrent: 32}\n", group, group + "      runsPerWorker: 16\n", policyA, policyA + "      cpuSlots: 2\n"},
 			[]string{
-				`c.yaml:14: tenants[0].policy.maxHandles: 64 (limits.maxHandles) is more than its 2 worker processes can hold at runsPerWorker 16 each (32); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`,
+				`c.yaml:13: tenants[0].policy.maxHandles: 64 (limits.maxHandles) is more than its 2 worker processes can hold at runsPerWorker 16 each (32); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`,
 				// b is at the default cpuSlots, 1 on 2 CPUs.
 				`c.yaml:16: tenants[1].policy.maxConcurrent: 32 (limits.maxConcurrent) is more than its 1 worker process can hold at runsPerWorker 16 each (16); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`,
 				`c.yaml:16: tenants[1].policy.maxHandles: 64 (limits.maxHandles) is more than its 1 worker process can hold at runsPerWorker 16 each (16); lower it, or raise cpuSlots or backend "local"'s runsPerWorker`,

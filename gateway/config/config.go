@@ -95,10 +95,24 @@ type Backend struct {
 	Name string `yaml:"name"`
 	// Type is "local" (the embedded goja pool) or "remote" (executor
 	// servers).
-	Type   string         `yaml:"type"`
-	Local  *LocalBackend  `yaml:"local"`
-	Remote *RemoteBackend `yaml:"remote"`
+	Type string `yaml:"type"`
+	// Readiness says whether the group gates the replica's /readyz:
+	// "required" (the replica is not ready while the group has no usable
+	// member) or "optional" (the default: it is not). A replica with no
+	// usable group at all is never ready.
+	Readiness Readiness      `yaml:"readiness"`
+	Local     *LocalBackend  `yaml:"local"`
+	Remote    *RemoteBackend `yaml:"remote"`
 }
+
+// Readiness is a backend group's part in its replica's readiness.
+type Readiness string
+
+// The values of Backend.Readiness.
+const (
+	ReadinessRequired Readiness = "required"
+	ReadinessOptional Readiness = "optional"
+)
 
 // LocalBackend configures the embedded pool of worker processes. Every zero
 // field takes the local backend's default (see LocalDefaults).
@@ -300,9 +314,11 @@ type Route struct {
 	Subprotocols []string `yaml:"subprotocols"`
 	// Tenants that may use it; empty means every tenant.
 	Tenants []string `yaml:"tenants"`
-	// AllowedOrigins are the Origin host patterns a browser may connect
-	// from ("app.example.com", "*.example.com"). Empty allows requests
-	// without an Origin and same-host origins only.
+	// AllowedOrigins are the origins a browser may connect from: host
+	// patterns ("app.example.com", "*.example.com"), any scheme, or
+	// origins as browsers send them ("http://127.0.0.1:8000"), scheme
+	// compared (see OriginPattern). Empty allows requests without an
+	// Origin and same-host origins only.
 	AllowedOrigins []string `yaml:"allowedOrigins"`
 	// MaxMessageBytes bounds one WebSocket message. Default: the operator
 	// limit.

@@ -1,7 +1,7 @@
 package config
 
 import (
-	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,9 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
-
-	"github.com/goccy/go-yaml"
 )
 
 // Defaults of the operator limits.
@@ -26,6 +25,8 @@ const (
 	DefaultRemoteDialTimeout = Duration(10e9)
 	DefaultDrainTimeout      = Duration(30e9)
 	maxConfigBytes           = 4 << 20
+	// maxProblems is how many problems of one file are listed.
+	maxProblems = 100
 )
 
 // Problem is one thing wrong with a configuration file, placed at its line.
@@ -87,55 +88,67 @@ func LoadWith(path string, getenv Getenv) (*Config, error) {
 	return Parse(path, data, getenv)
 }
 
+// ReadAdmin reads only the admin section of the file at path, for a
+// command that talks to the gateway serving it (`gateway reload`): the
+// rest of the file, and the secrets it names, need not be valid where the
+// command runs.
+func ReadAdmin(path string) (Admin, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Admin{}, fmt.Errorf("reading the configuration: %w", err)
+	}
+	if len(data) > maxConfigBytes {
+		return Admin{}, fmt.Errorf("%s: the file is larger than %d bytes; is it the right file?", path, maxConfigBytes)
+	}
+	var cfg Config
+	problems, _, stopped := decodeFile(path, data, &cfg)
+	if !stopped {
+		problems = slices.DeleteFunc(problems, func(p *Problem) bool { return !underAny(p.Path, []string{"admin"}) })
+	}
+	if len(problems) > 0 {
+		return Admin{}, problems
+	}
+	return cfg.Admin, nil
+}
+
 // Parse decodes and validates data, naming it file in every problem. Local
 // groups are checked with the defaults of this machine's CPUs.
 func Parse(file string, data []byte, getenv Getenv) (*Config, error) {
 	return parse(file, data, getenv, runtime.NumCPU())
 }
 
-// parse is Parse on a machine of numCPU CPUs.
+// parse is Parse on a machine of numCPU CPUs. Every problem is reported:
+// those of decoding (unknown keys, values of the wrong kind) and those of
+// validation, except the validation problems of a key that did not decode,
+// which would only repeat them. A syntax error is the one problem.
 func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error) {
 	var cfg Config
-	if err := decode(data, &cfg); err != nil {
-		return nil, decodeProblem(file, err)
+	decoded, lines, stopped := decodeFile(file, data, &cfg)
+	if stopped {
+		return nil, decoded
 	}
 	cfg.Dir = filepath.Dir(file)
 	cfg.Digest = digestOf(data)
-	v := &validator{file: file, src: data, getenv: getenv, numCPU: numCPU, inherited: leftOut(&cfg)}
+	v := &validator{file: file, lines: lines, getenv: getenv, numCPU: numCPU, inherited: leftOut(&cfg)}
 	cfg.applyDefaults()
 	v.validate(&cfg)
-	if len(v.problems) > 0 {
-		return nil, v.problems
+	var broken []string
+	for _, p := range decoded {
+		broken = append(broken, p.Path)
+	}
+	all := append(decoded, slices.DeleteFunc(v.problems, func(p *Problem) bool { return underAny(p.Path, broken) })...)
+	// In document order; the problems of the whole file (no line) last.
+	slices.SortStableFunc(all, func(a, b *Problem) int {
+		return cmp.Compare(lineOrLast(a.Line), lineOrLast(b.Line))
+	})
+	if n := len(all) - maxProblems; n > 0 {
+		// A file this wrong is the wrong file; its first problems say so.
+		all = append(all[:maxProblems], &Problem{File: file, Msg: fmt.Sprintf("and %d more problems", n)})
+	}
+	if len(all) > 0 {
+		return nil, all
 	}
 	return &cfg, nil
-}
-
-// decode runs the YAML decoder, strict about unknown keys and duplicates.
-// The decoder panics on some malformed documents (found by fuzzing); that
-// becomes an error, never a crash of `gateway serve` or a reload.
-func decode(data []byte, cfg *Config) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("[0:0] the YAML decoder could not read this document (%v); check its indentation and tags", r)
-		}
-	}()
-	return yaml.UnmarshalWithOptions(data, cfg, yaml.DisallowUnknownField(), yaml.Strict())
-}
-
-// decodeProblem turns a decoding error into a Problem at its line, with the
-// source excerpt the YAML library prints.
-func decodeProblem(file string, err error) error {
-	text := yaml.FormatError(err, false, true)
-	line := 0
-	// The library's messages start with "[line:column]".
-	if rest, ok := strings.CutPrefix(err.Error(), "["); ok {
-		fmt.Sscanf(rest, "%d:", &line)
-	}
-	msg := strings.TrimSpace(text)
-	if i := strings.Index(msg, "] "); strings.HasPrefix(msg, "[") && i > 0 {
-		msg = msg[i+2:]
-	}
-	return Problems{{File: file, Line: line, Msg: msg}}
 }
 
 func (c *Config) applyDefaults() {
@@ -169,6 +182,9 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Backends {
 		b := &c.Backends[i]
+		if b.Readiness == "" {
+			b.Readiness = ReadinessOptional
+		}
 		if b.Type == "local" && b.Local == nil {
 			b.Local = &LocalBackend{}
 		}
@@ -223,11 +239,19 @@ func leftOut(c *Config) map[int]map[string]bool {
 	return out
 }
 
-// lineOf finds the line of a YAML path in src. A key that was left out has
-// no line of its own, so the line of the nearest enclosing node is given.
-func lineOf(src []byte, path string) int {
+func lineOrLast(line int) int {
+	if line == 0 {
+		return math.MaxInt
+	}
+	return line
+}
+
+// lineOf finds the line of a key path among the lines the decoder saw. A
+// key that was left out has no line of its own, so the line of the nearest
+// enclosing key is given.
+func lineOf(lines map[string]int, path string) int {
 	for path != "" {
-		if line := lineOfNode(src, path); line > 0 {
+		if line := lines[path]; line > 0 {
 			return line
 		}
 		i := strings.LastIndexAny(path, ".[")
@@ -237,32 +261,6 @@ func lineOf(src []byte, path string) int {
 		path = path[:i]
 	}
 	return 0
-}
-
-func lineOfNode(src []byte, path string) (line int) {
-	defer func() {
-		if recover() != nil {
-			line = 0
-		}
-	}()
-	p, err := yaml.PathString("$" + pathSuffix(path))
-	if err != nil {
-		return 0
-	}
-	n, err := p.ReadNode(bytes.NewReader(src))
-	if err != nil || n == nil || n.GetToken() == nil {
-		return 0
-	}
-	return n.GetToken().Position.Line
-}
-
-// pathSuffix writes a document path (tenants[1].backend) as a YAML path
-// suffix (.tenants[1].backend).
-func pathSuffix(path string) string {
-	if path == "" || strings.HasPrefix(path, "[") {
-		return path
-	}
-	return "." + path
 }
 
 // digestOf names a configuration's bytes in logs: the first 16 hex digits

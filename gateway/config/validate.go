@@ -18,8 +18,9 @@ import (
 )
 
 type validator struct {
-	file   string
-	src    []byte
+	file string
+	// lines are the lines of the file's key paths, from the decoder.
+	lines  map[string]int
 	getenv Getenv
 	// numCPU is the machine's, for the local backend's defaults.
 	numCPU int
@@ -30,7 +31,7 @@ type validator struct {
 }
 
 func (v *validator) add(path, format string, args ...any) {
-	v.problems = append(v.problems, &Problem{File: v.file, Line: lineOf(v.src, path), Path: path, Msg: fmt.Sprintf(format, args...)})
+	v.problems = append(v.problems, &Problem{File: v.file, Line: lineOf(v.lines, path), Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
 // namePattern is what tenant and backend names may be: they appear in logs,
@@ -224,6 +225,11 @@ func (v *validator) limits(l Limits) {
 }
 
 func (v *validator) backend(path string, b *Backend) {
+	switch b.Readiness {
+	case ReadinessRequired, ReadinessOptional:
+	default:
+		v.add(path+".readiness", "%q is not a readiness; use required (the group gates /readyz) or optional (the default: it does not)", b.Readiness)
+	}
 	switch b.Type {
 	case "local":
 		if b.Remote != nil {
@@ -282,11 +288,16 @@ func (v *validator) backend(path string, b *Backend) {
 			v.add(path+".remote.members", "a remote backend needs at least one member {url: ws://host:port/}")
 			return
 		}
+		urls := map[string]int{}
 		for j, m := range b.Remote.Members {
 			mp := fmt.Sprintf("%s.remote.members[%d]", path, j)
 			u, err := url.Parse(m.URL)
 			if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 				v.add(mp+".url", "%q is not a ws:// or wss:// URL of an executor server", m.URL)
+			} else if other, dup := urls[m.URL]; dup {
+				v.add(mp+".url", "%q is already members[%d]; list each executor server once", m.URL, other)
+			} else {
+				urls[m.URL] = j
 			}
 			if m.KeyEnv != "" && v.getenv(m.KeyEnv) == "" {
 				v.add(mp+".keyEnv", "environment variable %s is not set; it must hold the bearer key for this executor server", m.KeyEnv)
@@ -407,6 +418,11 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 			v.add(sp, "%q is not a valid subprotocol token", p)
 		} else if auth.IsCredentialSubprotocol(p) {
 			v.add(sp, "%q starts with %q, which marks a credential and is never selected", p, auth.SubprotocolPrefix)
+		}
+	}
+	for j, o := range r.AllowedOrigins {
+		if _, err := ParseOrigin(o); err != nil {
+			v.add(fmt.Sprintf("%s.allowedOrigins[%d]", path, j), "%v", err)
 		}
 	}
 	for j, t := range r.Tenants {

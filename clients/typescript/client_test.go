@@ -1,0 +1,63 @@
+//go:build clienttest
+
+// The TypeScript package's own tests run in make test's client-test step,
+// alone, before the rest of the tree: tsc, Chromium and the gateways they
+// start would otherwise share the CPUs with the timing-sensitive tests of
+// backends/local.
+
+package tsclient
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestTypeScriptPackage builds the package with tsc (strict, ESM and
+// declarations), type-checks test/types (ExecutorApi types capnweb's stub)
+// and every example against it, and runs the
+// package's own tests (Node's test runner) against the real gateway binary,
+// which each test file starts and stops itself.
+func TestTypeScriptPackage(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is not installed: the TypeScript client's tests need Node.js 20 or later")
+	}
+	tsc := filepath.Join("node_modules", ".bin", "tsc")
+	if _, err := os.Stat(tsc); err != nil {
+		t.Fatal("clients/typescript/node_modules is missing: run `make client-deps` (npm ci)")
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", "examples", "node_modules", "@codemode-gateway", "client")); err != nil {
+		t.Fatal("examples/node_modules is missing: run `make client-deps` (npm ci)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	bin := filepath.Join(t.TempDir(), "gateway")
+	run(t, ctx, nil, "go", "build", "-o", bin, "../../cmd/gateway")
+	run(t, ctx, nil, tsc, "-p", "tsconfig.json")
+	run(t, ctx, nil, tsc, "-p", "tsconfig.types.json")
+	run(t, ctx, nil, tsc, "-p", filepath.Join("..", "..", "examples", "tsconfig.json"), "--noEmit")
+	env := []string{"GATEWAY_BIN=" + bin}
+	if chromium := os.Getenv("CHROMIUM"); chromium != "" {
+		env = append(env, "CHROMIUM="+chromium)
+	}
+	files, err := filepath.Glob(filepath.Join("test", "*.test.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files: %v", err)
+	}
+	run(t, ctx, env, "node", append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, files...)...)
+}
+
+func run(t *testing.T, ctx context.Context, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s %v:\n%s", name, args, out)
+	if err != nil {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+}

@@ -1,0 +1,338 @@
+// RemoteExecutor: the contract's Executor over a WebSocket to a gateway or
+// an executor server.
+import { RpcSession, type RpcStub } from 'capnweb'
+import { parseForDispatch } from './codec.js'
+import { COMPLETED_TEXT, PROTOCOL_VERSION } from './constants.js'
+import { errorEnvelope, messageOf } from './envelope.js'
+import { ExecutorFault, rehydrateExecutorError } from './errors.js'
+import {
+  BEARER_SUBPROTOCOL_PREFIX,
+  EXECUTOR_SUBPROTOCOL,
+  SocketTransport,
+  defaultSocketFactory,
+  isNode,
+  whenOpen,
+  type SocketFactory,
+} from './transport.js'
+import type {
+  CallOptions,
+  ExecuteCallOptions,
+  ExecuteRequest,
+  ExecuteResult,
+  Executor,
+  ExecutorApi,
+  OutboundMode,
+  OutboundRequestMessage,
+  OutboundResponseMessage,
+  ToolDispatchFn,
+} from './types.js'
+
+/** How new calls reconnect after the connection broke. */
+export type ReconnectOptions = {
+  /** The first wait between attempts, doubled after each failure (default 100 ms). */
+  initialDelayMs?: number
+  /** The longest wait between attempts (default 5000 ms). */
+  maxDelayMs?: number
+  /** Attempts for one call before it fails with CONNECTION_REJECTED (default 6). */
+  maxAttempts?: number
+}
+
+export type RemoteExecutorOptions = {
+  /** The executor route, e.g. ws://127.0.0.1:8080/v1/executor. */
+  url: string | URL
+  /** The bearer credential: an API key or a JWT. */
+  apiKey?: string
+  /**
+   * How the credential travels: an Authorization header (the default in
+   * Node), or a subprotocol entry `codemode.bearer.<key>` offered beside the
+   * route's subprotocol (the default elsewhere: browsers cannot set headers
+   * on a WebSocket).
+   */
+  credential?: 'header' | 'subprotocol'
+  /** The route's subprotocol, offered with the subprotocol credential (default codemode.executor.v1). */
+  subprotocol?: string
+  /** More headers, where the runtime can send them. */
+  headers?: Record<string, string>
+  /** Makes the socket; by default `ws` in Node and the global WebSocket elsewhere. */
+  webSocket?: SocketFactory
+  /** The bound on opening the socket and the handshake (default 10000 ms). */
+  connectTimeoutMs?: number
+  /** Reconnection of new calls after the connection broke; false never reconnects. */
+  reconnect?: ReconnectOptions | false
+}
+
+/** A request as invokeHandle takes it: a URL, and the rest optional. */
+export type HandleRequest = {
+  url: string
+  method?: string
+  headers?: Array<[string, string]>
+  body?: ArrayBuffer | ArrayBufferView | string | null
+}
+
+/** One capnweb session on one socket. */
+class Connection {
+  broken: Error | undefined
+  constructor(
+    readonly api: RpcStub<ExecutorApi>,
+    readonly transport: SocketTransport,
+  ) {}
+}
+
+function toArrayBuffer(body: ArrayBuffer | ArrayBufferView | string | null | undefined): ArrayBuffer | null {
+  if (body === null || body === undefined) return null
+  if (body instanceof ArrayBuffer) return body
+  const view = typeof body === 'string' ? new TextEncoder().encode(body) : body
+  const copy = new Uint8Array(view.byteLength)
+  copy.set(new Uint8Array(view.buffer, view.byteOffset, view.byteLength))
+  return copy.buffer
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
+}
+
+/** Settles with promise, or rejects with the signal's reason once it aborts. */
+function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise
+  if (signal.aborted) return Promise.reject(abortError(signal))
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(abortError(signal))
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(v)
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(e)
+      },
+    )
+  })
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return raceSignal(new Promise((resolve) => setTimeout(resolve, ms)), signal)
+}
+
+/**
+ * The contract's Executor on a remote executor: a gateway route or an
+ * executor server. One connection carries many executions at once. When it
+ * breaks, the calls in flight on it fail with CONNECTION_BROKEN (nothing is
+ * replayed: a program may have had effects), and the next call reconnects,
+ * with backoff, and repeats the handshake.
+ */
+export class RemoteExecutor implements Executor, AsyncDisposable {
+  readonly #options: RemoteExecutorOptions
+  #current: Connection | undefined
+  #connecting: Promise<Connection> | undefined
+  #disposed = false
+
+  private constructor(options: RemoteExecutorOptions) {
+    this.#options = options
+  }
+
+  /**
+   * Connects and performs the handshake. Rejects with CONNECTION_REJECTED
+   * when the socket or the handshake fails, and with PROTOCOL_MISMATCH when
+   * the server speaks another protocol version.
+   */
+  static async connect(options: RemoteExecutorOptions): Promise<RemoteExecutor> {
+    const executor = new RemoteExecutor(options)
+    executor.#current = await executor.#open()
+    return executor
+  }
+
+  async #open(): Promise<Connection> {
+    const o = this.#options
+    const url = String(o.url)
+    const timeoutMs = o.connectTimeoutMs ?? 10000
+    const headers: Record<string, string> = { ...o.headers }
+    const protocols: string[] = []
+    const credential = o.credential ?? (isNode() ? 'header' : 'subprotocol')
+    if (credential === 'subprotocol') {
+      protocols.push(o.subprotocol ?? EXECUTOR_SUBPROTOCOL)
+      if (o.apiKey !== undefined) protocols.push(BEARER_SUBPROTOCOL_PREFIX + o.apiKey)
+    } else if (o.apiKey !== undefined) {
+      headers.Authorization = `Bearer ${o.apiKey}`
+    }
+    let socket
+    try {
+      const factory = o.webSocket ?? (await defaultSocketFactory())
+      socket = factory(url, protocols, headers)
+      await whenOpen(socket, timeoutMs)
+    } catch (err) {
+      throw new ExecutorFault('CONNECTION_REJECTED', `Connecting to ${url} failed: ${messageOf(err)}`)
+    }
+    let connection: Connection
+    const transport = new SocketTransport(socket, (reason) => {
+      if (connection && !connection.broken) connection.broken = reason
+    })
+    const session = new RpcSession<ExecutorApi>(transport)
+    connection = new Connection(session.getRemoteMain(), transport)
+    let version: number
+    try {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no handshake answer within ${timeoutMs} ms`)), timeoutMs)
+      })
+      try {
+        version = await Promise.race([connection.api.protocolVersion(), late])
+      } finally {
+        clearTimeout(timer)
+      }
+    } catch (err) {
+      transport.abort(new Error('handshake failed'))
+      throw new ExecutorFault('CONNECTION_REJECTED', `The handshake with ${url} failed: ${messageOf(err)}`)
+    }
+    if (version !== PROTOCOL_VERSION) {
+      transport.abort(new Error('protocol mismatch'))
+      throw new ExecutorFault('PROTOCOL_MISMATCH', `The executor at ${url} speaks protocol ${version}, and this client speaks ${PROTOCOL_VERSION}.`)
+    }
+    return connection
+  }
+
+  /** Whether the executor holds an open connection now; a call made while false reconnects first. */
+  get connected(): boolean {
+    return !this.#disposed && this.#current !== undefined && this.#current.broken === undefined
+  }
+
+  /** The open connection, reconnecting with backoff when the last one broke. */
+  async #connection(signal: AbortSignal | undefined): Promise<Connection> {
+    if (this.#disposed) throw new ExecutorFault('CONNECTION_BROKEN', 'This executor was disposed.')
+    const current = this.#current
+    if (current && !current.broken) return current
+    if (this.#options.reconnect === false) {
+      throw new ExecutorFault('CONNECTION_BROKEN', `The connection to ${String(this.#options.url)} broke, and this executor does not reconnect.`)
+    }
+    this.#connecting ??= this.#reconnect().finally(() => {
+      this.#connecting = undefined
+    })
+    return raceSignal(this.#connecting, signal)
+  }
+
+  async #reconnect(): Promise<Connection> {
+    const r = this.#options.reconnect || {}
+    const attempts = Math.max(1, r.maxAttempts ?? 6)
+    let delay = r.initialDelayMs ?? 100
+    let last: unknown
+    for (let i = 0; i < attempts; i++) {
+      if (i > 0) {
+        await sleep(delay, undefined)
+        delay = Math.min(delay * 2, r.maxDelayMs ?? 5000)
+      }
+      if (this.#disposed) break
+      try {
+        const connection = await this.#open()
+        if (this.#disposed) {
+          connection.transport.abort(new Error('disposed'))
+          break
+        }
+        this.#current = connection
+        return connection
+      } catch (err) {
+        last = err
+        if (err instanceof ExecutorFault && err.code === 'PROTOCOL_MISMATCH') throw err
+      }
+    }
+    if (this.#disposed) throw new ExecutorFault('CONNECTION_BROKEN', 'This executor was disposed.')
+    throw last
+  }
+
+  /** Runs one call on the connection, turning what it throws into the contract's failures. */
+  async #call<T>(signal: AbortSignal | undefined, call: (api: RpcStub<ExecutorApi>) => Promise<T>): Promise<T> {
+    signal?.throwIfAborted()
+    const connection = await this.#connection(signal)
+    try {
+      return await raceSignal(call(connection.api), signal)
+    } catch (err) {
+      if (signal?.aborted && err === signal.reason) throw err
+      const typed = rehydrateExecutorError(err)
+      if (typed instanceof ExecutorFault) throw typed
+      if (connection.broken) {
+        throw new ExecutorFault(
+          'CONNECTION_BROKEN',
+          this.#disposed ? 'This executor was disposed under the call.' : `The connection broke under this call: ${connection.broken.message}`,
+        )
+      }
+      throw typed
+    }
+  }
+
+  /**
+   * Runs one program. Declared failures arrive in the result's error; faults
+   * are thrown as ExecutorFault (or its declared subclasses). Aborting the
+   * signal rejects at once; the run goes on to its own bound on the
+   * executor, and its later tool calls get the completed envelope.
+   */
+  async execute(request: ExecuteRequest, options?: CallOptions): Promise<ExecuteResult> {
+    const callOptions: ExecuteCallOptions = {}
+    if (request.timeout !== undefined) callOptions.timeout = request.timeout
+    if (request.countHostWaits !== undefined) callOptions.countHostWaits = request.countHostWaits
+    if (request.retainHandles !== undefined) callOptions.retainHandles = request.retainHandles
+    if (request.modules !== undefined) callOptions.modules = Object.entries(request.modules)
+
+    let active = true
+    let dispatch: ToolDispatchFn | null = null
+    const given = request.dispatch
+    if (given) dispatch = (provider, tool, argsJson) => (active ? given(provider, tool, argsJson) : Promise.resolve(errorEnvelope(COMPLETED_TEXT)))
+
+    let mode: OutboundMode = 'native'
+    const outbound = request.outbound
+    let stub: ((req: OutboundRequestMessage) => Promise<OutboundResponseMessage>) | undefined
+    if (outbound === null) mode = 'disabled'
+    else if (typeof outbound === 'function') {
+      mode = 'stub'
+      stub = async (req) => {
+        const res = await outbound(req)
+        return { status: res.status, statusText: res.statusText ?? '', headers: res.headers ?? [], body: toArrayBuffer(res.body) ?? new ArrayBuffer(0) }
+      }
+    }
+    try {
+      const message = await this.#call(options?.signal, (api) =>
+        stub
+          ? api.execute(request.code, request.providers ?? [], callOptions, dispatch, mode, stub)
+          : api.execute(request.code, request.providers ?? [], callOptions, dispatch, mode),
+      )
+      const result: ExecuteResult = { result: message.resultJson === undefined ? undefined : parseForDispatch(message.resultJson) }
+      if (message.error !== undefined) result.error = message.error
+      result.logs = message.logs ?? []
+      if (message.executionId !== undefined) {
+        result.executionId = message.executionId
+        result.handles = message.handles ?? []
+      }
+      return result
+    } finally {
+      active = false
+    }
+  }
+
+  /** Calls one handle of a retained execution. */
+  async invokeHandle(executionId: string, handleName: string, request: OutboundRequestMessage | HandleRequest, options?: CallOptions): Promise<OutboundResponseMessage> {
+    const wire: OutboundRequestMessage = {
+      method: request.method ?? 'GET',
+      url: request.url,
+      headers: request.headers ?? [],
+      body: toArrayBuffer(request.body),
+    }
+    return this.#call(options?.signal, (api) => api.invokeHandle(executionId, handleName, wire))
+  }
+
+  /** Releases a retained execution. */
+  async closeHandles(executionId: string, options?: CallOptions): Promise<void> {
+    await this.#call(options?.signal, (api) => api.closeHandles(executionId))
+  }
+
+  /** Closes the connection; calls in flight fail with CONNECTION_BROKEN, and so do later ones. */
+  async dispose(): Promise<void> {
+    if (this.#disposed) return
+    this.#disposed = true
+    const current = this.#current
+    this.#current = undefined
+    if (current && !current.broken) current.transport.abort(new Error('the client disposed the executor'))
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.dispose()
+  }
+}

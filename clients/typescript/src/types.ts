@@ -1,0 +1,135 @@
+// The executor contract's declarations, in-language and on the wire.
+
+/** One provider of tools the entry module declares as a proxy. */
+export type ProviderDescriptor = {
+  name: string
+  tools: string[]
+  /** How the generated proxy passes call arguments: true sends every argument as a list. */
+  positionalArgs?: boolean
+  /** Source that runs after every proxy is declared. */
+  prelude?: string
+  /** Source that replaces the generated proxy for this provider. */
+  proxySource?: string
+}
+
+/**
+ * Receives every tool call: the provider, the tool, and the arguments as one
+ * dispatch-JSON string. Answers with the envelope JSON:
+ * `{"result": value}` or `{"error": text}`.
+ */
+export type ToolDispatchFn = (provider: string, tool: string, argsJson: string) => Promise<string>
+
+/** A module map: a source string, or an object with exactly one kind. */
+export type ModuleSource =
+  | string
+  | { js: string }
+  | { cjs: string }
+  | { text: string }
+  | { json: unknown }
+  | { data: string | Uint8Array }
+export type ModuleMap = Record<string, ModuleSource>
+
+/** A serialized request crossing to an outbound function or a retained handle. */
+export type OutboundRequestMessage = {
+  method: string
+  url: string
+  headers: Array<[string, string]>
+  body: ArrayBuffer | null
+}
+
+/** A serialized response. */
+export type OutboundResponseMessage = {
+  status: number
+  statusText: string
+  headers: Array<[string, string]>
+  body: ArrayBuffer
+}
+
+export type OutboundFetchFn = (req: OutboundRequestMessage) => Promise<OutboundResponseMessage>
+
+/** The wire name of the request's outbound setting. */
+export type OutboundMode = 'native' | 'stub' | 'disabled'
+
+export type LogLine = {
+  level: 'log' | 'warn' | 'error'
+  text: string
+}
+
+/** One execution. `code` is the only field a request must set. */
+export type ExecuteRequest = {
+  code: string
+  providers?: ProviderDescriptor[]
+  dispatch?: ToolDispatchFn
+  modules?: ModuleMap
+  /** Milliseconds; null lifts the bound to the largest the server supports. */
+  timeout?: number | null
+  countHostWaits?: boolean
+  /** Absent: native. A function: stub. null: disabled. */
+  outbound?: OutboundFetchFn | null
+  retainHandles?: boolean
+}
+
+export type ExecuteResult = {
+  result?: unknown
+  error?: string
+  logs?: LogLine[]
+  /** Present only when retainHandles was honoured. */
+  executionId?: string
+  /** The handle names invokeHandle accepts. */
+  handles?: string[]
+}
+
+/** The contract's in-language executor. */
+export interface Executor {
+  execute(request: ExecuteRequest): Promise<ExecuteResult>
+  invokeHandle(executionId: string, handleName: string, request: OutboundRequestMessage): Promise<OutboundResponseMessage>
+  closeHandles(executionId: string): Promise<void>
+  dispose(): Promise<void>
+}
+
+/** The options argument of `ExecutorApi.execute`. Modules cross as [name, source] pairs. */
+export type ExecuteCallOptions = {
+  timeout?: number | null
+  countHostWaits?: boolean
+  retainHandles?: boolean
+  modules?: Array<[string, ModuleSource]>
+}
+
+/** What `ExecutorApi.execute` returns: the run's value as the JSON text the isolate produced. */
+export type ExecuteResultMessage = {
+  resultJson?: string
+  error?: string
+  logs?: LogLine[]
+  executionId?: string
+  handles?: string[]
+}
+
+/**
+ * The contract on the wire: the main interface an executor server exports
+ * over a capnweb session, so `newWebSocketRpcSession<ExecutorApi>(url)`
+ * gives a typed stub.
+ */
+export type ExecutorApi = {
+  protocolVersion(): Promise<number>
+  execute(
+    code: string,
+    providers: ProviderDescriptor[],
+    options: ExecuteCallOptions,
+    dispatch: ToolDispatchFn | null,
+    outboundMode: OutboundMode,
+    outbound?: OutboundFetchFn,
+  ): Promise<ExecuteResultMessage>
+  invokeHandle(executionId: string, handleName: string, request: OutboundRequestMessage): Promise<OutboundResponseMessage>
+  closeHandles(executionId: string): Promise<void>
+}
+
+/** Options of one call of `RemoteExecutor`. */
+export type CallOptions = {
+  /** Aborting rejects the call at once with the signal's reason. */
+  signal?: AbortSignal
+}
+
+/** An executor's execute, with the per-call options RemoteExecutor takes; what the adapters need. */
+export interface ExecuteTarget {
+  execute(request: ExecuteRequest, options?: CallOptions): Promise<ExecuteResult>
+}

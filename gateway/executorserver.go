@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// ExecutorServerBackend is the backend label of an executor server's
+// metrics and log lines: it serves its one embedded local backend.
+const ExecutorServerBackend = "local"
+
+// ExecutorServer is the executor `gateway serve --executor-server` serves:
+// its local backend, with each execution logged and counted the way a
+// gateway logs and counts its own, and an admin listener of its own.
+type ExecutorServer struct {
+	exec       *local.Executor
+	log        *slog.Logger
+	reg        *prometheus.Registry
+	executions *prometheus.CounterVec
+	wall       *prometheus.HistogramVec
+	inFlight   prometheus.Gauge
+	stopping   atomic.Bool
+}
+
+// NewExecutorServer observes exec; closing the server closes exec.
+func NewExecutorServer(exec *local.Executor, log *slog.Logger) *ExecutorServer {
+	s := &ExecutorServer{exec: exec, log: log, reg: prometheus.NewRegistry(),
+		executions: executionsCounter("backend", "outcome"),
+		wall:       wallHistogram("backend"),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "codemode_executions_in_flight",
+			Help: "Executions in flight.",
+		}),
+	}
+	pools := func(yield func(string, *local.Executor) bool) { yield(ExecutorServerBackend, exec) }
+	s.reg.MustRegister(s.executions, s.wall, s.inFlight, newPoolCollector(pools))
+	return s
+}
+
+// Execute implements protocol.Executor.
+func (s *ExecutorServer) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	s.inFlight.Inc()
+	defer s.inFlight.Dec()
+	start := time.Now()
+	res, err := s.exec.Execute(ctx, req)
+	wall := time.Since(start)
+	oc := outcome(res, err)
+	s.executions.WithLabelValues(ExecutorServerBackend, oc).Inc()
+	s.wall.WithLabelValues(ExecutorServerBackend).Observe(wall.Seconds())
+	logExecution(ctx, s.log, ExecutorServerBackend, oc, wall, err == nil && res.ExecutionID != "")
+	return res, err
+}
+
+// InvokeHandle implements protocol.Executor.
+func (s *ExecutorServer) InvokeHandle(ctx context.Context, id, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	return s.exec.InvokeHandle(ctx, id, handle, req)
+}
+
+// CloseHandles implements protocol.Executor.
+func (s *ExecutorServer) CloseHandles(ctx context.Context, id string) error {
+	return s.exec.CloseHandles(ctx, id)
+}
+
+// Close implements protocol.Executor: it closes the local backend.
+func (s *ExecutorServer) Close() error { return s.exec.Close() }
+
+// Stop fails readiness from now on, for a server about to shut down.
+func (s *ExecutorServer) Stop() { s.stopping.Store(true) }
+
+// AdminHandler serves the executor server's operator endpoints
+// (NewAdminHandler): /readyz passes until Stop. It has no configuration
+// file, so no /reload.
+func (s *ExecutorServer) AdminHandler() http.Handler {
+	return NewAdminHandler(AdminEndpoints{Registry: s.reg, NotReady: func() string {
+		if s.stopping.Load() {
+			return "stopping"
+		}
+		return ""
+	}})
+}
+
+var _ protocol.Executor = (*ExecutorServer)(nil)

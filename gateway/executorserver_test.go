@@ -1,0 +1,63 @@
+package gateway_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http/httptest"
+	"regexp"
+	"sync"
+	"testing"
+
+	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/gateway"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// syncBuffer is a log sink the worker pool and the test share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// An executor server logs one line per execution, the gateway's line, and
+// its readiness fails once it is told to stop.
+func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	pool, err := local.New(local.Options{MaxWorkers: 1, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := gateway.NewExecutorServer(pool, log)
+	defer srv.Close()
+	if _, err := srv.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => { throw new Error('x') }"}); err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=execution request=[0-9a-f]{16} backend=local outcome=user_error wallMs=\S+ retained=false$`)
+	if n := len(line.FindAllString(logs.String(), -1)); n != 1 {
+		t.Fatalf("%d execution lines, want 1, in:\n%s", n, logs.String())
+	}
+
+	admin := httptest.NewServer(srv.AdminHandler())
+	defer admin.Close()
+	readyz := func() (int, string) { return getText(t, admin.URL+"/readyz") }
+	if code, body := readyz(); code != 200 || body != "ready\n" {
+		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	srv.Stop()
+	if code, body := readyz(); code != 503 || body != "stopping\n" {
+		t.Fatalf("/readyz after Stop: %d %q, want 503 \"stopping\\n\"", code, body)
+	}
+}

@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"slices"
+	"time"
+
+	"github.com/supolka/codemode-gateway/gateway/config"
+)
+
+// A reload may change the members of a remote group, and nothing else about
+// the backends: an added executor server takes executions at once; a
+// removed one takes no new executions, finishes those it runs and keeps
+// serving the handles pinned to it, and is closed when none is left.
+
+// retireCheck is how often a removed member is checked for being done.
+const retireCheck = 100 * time.Millisecond
+
+// memberName is a remote member's name: its group and a tag of its URL
+// under the executionId key, so that replicas sharing the key name it
+// alike (ids carry the name), whatever its place in the list, and a tenant
+// who decodes an id learns nothing of the URL.
+func (c idCodec) memberName(group, url string) string {
+	h := hmac.New(sha256.New, c.key)
+	h.Write([]byte("member\x00" + url))
+	return group + "/" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:9])
+}
+
+// withoutMembers is bs with the member lists of remote groups left out:
+// what a reload must leave as it is.
+func withoutMembers(bs []config.Backend) []config.Backend {
+	out := slices.Clone(bs)
+	for i := range out {
+		if r := out[i].Remote; r != nil {
+			c := *r
+			c.Members = nil
+			out[i].Remote = &c
+		}
+	}
+	return out
+}
+
+// setMembers makes the group's members those listed, keeping the member
+// of an entry already there, and returns the members it added and those
+// it removed (now retired).
+func (g *group) setMembers(list []config.RemoteMember) (added, removed []*member) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	kept := map[config.RemoteMember]*member{}
+	for _, m := range g.members {
+		kept[m.config] = m
+	}
+	next := make([]*member, 0, len(list))
+	for i, rm := range list {
+		m := kept[rm]
+		if m == nil {
+			m = g.remote.member(rm, i)
+			added = append(added, m)
+		}
+		delete(kept, rm)
+		next = append(next, m)
+	}
+	for _, m := range g.members {
+		if kept[m.config] == m {
+			removed = append(removed, m)
+			g.retired[m] = struct{}{}
+		}
+	}
+	g.members = next
+	return added, removed
+}
+
+// applyMembers gives each remote group the members cfg lists.
+func (g *Gateway) applyMembers(cfg *config.Config) {
+	for _, b := range cfg.Backends {
+		grp := g.groups[b.Name]
+		if grp == nil || grp.remote == nil {
+			continue
+		}
+		added, removed := grp.setMembers(b.Remote.Members)
+		for _, m := range added {
+			g.handles.addMember(m)
+			m.log.Info("executor server added by a reload")
+		}
+		if len(added) > 0 {
+			// Admit the new members now rather than at the next interval.
+			go grp.checkHealth(grp.ctx, grp.remote.dialTimeout)
+		}
+		for _, m := range removed {
+			m.log.Info("executor server removed by a reload: it finishes its executions and keeps its pinned handles until they close")
+			go g.retire(grp, m)
+		}
+	}
+}
+
+// retire closes a removed member once no execution runs on it and no pin
+// of this replica names it. Closing the gateway closes it sooner.
+func (g *Gateway) retire(grp *group, m *member) {
+	tick := time.NewTicker(retireCheck)
+	defer tick.Stop()
+	for m.inFlight.Load() > 0 || g.handles.pins.holds(m) {
+		select {
+		case <-grp.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	grp.mu.Lock()
+	_, still := grp.retired[m]
+	delete(grp.retired, m)
+	grp.mu.Unlock()
+	if !still {
+		return // the group closed it
+	}
+	g.handles.removeMember(m)
+	m.exec.Close()
+	m.log.Info("removed executor server closed: its executions and pinned handles are done")
+}

@@ -1,0 +1,53 @@
+package gateway_test
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/supolka/codemode-gateway/auth"
+)
+
+// allowedOrigins takes full origins (scheme compared) beside host patterns
+// (any scheme), and every refused origin is logged with its route.
+func TestAllowedOriginsAsBrowsersSendThem(t *testing.T) {
+	key := auth.NewAPIKey()
+	hash, _ := auth.HashAPIKey(key)
+	var logs syncBuffer
+	_, hs, _ := serveConfig(t, fmt.Sprintf(`listen: 127.0.0.1:0
+backends: [{name: local, type: local, local: {maxWorkers: 1}}]
+tenants:
+  - {name: acme, backend: local, keys: [{name: k, hash: %s}]}
+routes:
+  - path: /v1/executor
+    kind: executor
+    allowedOrigins: ["http://127.0.0.1:8000", "*.example.com", "HTTPS://Upper.Example.ORG"]
+`, hash), &logs)
+	for _, c := range []struct {
+		origin string
+		want   int
+	}{
+		{"http://127.0.0.1:8000", 101},
+		{"https://127.0.0.1:8000", 403}, // the scheme is compared
+		{"http://127.0.0.1:8001", 403},
+		{"https://app.example.com", 101}, // a host pattern takes any scheme
+		{"http://app.example.com", 101},
+		{"https://upper.example.org", 101}, // case never matters
+		{"http://upper.example.org", 403},
+		{"https://evil.test", 403},
+	} {
+		header := http.Header{"Authorization": {"Bearer " + key}, "Origin": {c.origin}}
+		if got := upgradeStatus(t, hs.URL+"/v1/executor", header); got != c.want {
+			t.Errorf("Origin %s: %d, want %d", c.origin, got, c.want)
+		}
+	}
+	refused := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg="origin refused on route" route=/v1/executor kind=executor subprotocol="" path=/v1/executor origin=(\S+) tenant=acme$`)
+	var got []string
+	for _, m := range refused.FindAllStringSubmatch(logs.String(), -1) {
+		got = append(got, m[1])
+	}
+	if want := []string{"https://127.0.0.1:8000", "http://127.0.0.1:8001", "http://upper.example.org", "https://evil.test"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("logged refusals %v, want %v, in:\n%s", got, want, logs.String())
+	}
+}
