@@ -366,11 +366,13 @@ func (d Duration) Std() time.Duration { return time.Duration(d) }
 type Tracing struct {
 	// Enabled turns tracing on.
 	Enabled bool `yaml:"enabled"`
-	// Endpoint is the collector's OTLP traces URL (a URL without a path
-	// gets /v1/traces). Empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-	// OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318.
+	// Endpoint is the collector's URL: over HTTP its OTLP traces URL (a
+	// URL without a path gets /v1/traces), over gRPC its address (http://
+	// for plain text). Empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+	// OTEL_EXPORTER_OTLP_ENDPOINT, else localhost on 4318 or 4317.
 	Endpoint string `yaml:"endpoint"`
-	// Protocol is the OTLP transport; only "http/protobuf" (the default).
+	// Protocol is the OTLP transport: "http/protobuf" (the default) or
+	// "grpc".
 	Protocol string `yaml:"protocol"`
 	// SampleRatio samples this share of new traces, from 0 to 1; a
 	// caller's sampling decision is followed. Absent: OTEL_TRACES_SAMPLER,

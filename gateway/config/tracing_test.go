@@ -44,7 +44,7 @@ func TestTracingProblems(t *testing.T) {
 	src := good + `tracing:
   enabled: true
   endpoint: ftp://collector/
-  protocol: grpc
+  protocol: thrift
   sampleRatio: 1.5
   headers:
     - {name: "bad name", valueEnv: ""}
@@ -57,7 +57,7 @@ func TestTracingProblems(t *testing.T) {
 	}
 	want := map[string]string{
 		"tracing.endpoint":            `endpoint "ftp://collector/" is not an http:// or https:// URL`,
-		"tracing.protocol":            `"grpc" is not an OTLP protocol this gateway speaks; use http/protobuf`,
+		"tracing.protocol":            `"thrift" is not an OTLP protocol this gateway speaks; use http/protobuf or grpc`,
 		"tracing.sampleRatio":         "1.5 is not a share of traces; use a number from 0 to 1",
 		"tracing.headers[0].name":     `"bad name" is not an HTTP header name`,
 		"tracing.headers[0].valueEnv": "is required: the environment variable that holds the header's value",

@@ -456,9 +456,6 @@ func (c *Config) Resolve(p string) string {
 	return filepath.Join(c.Dir, p)
 }
 
-// tracingProtocols are the OTLP transports this build exports with.
-const tracingProtocols = "http/protobuf"
-
 func (v *validator) tracing(t Tracing) {
 	if t.Endpoint != "" {
 		if _, err := telemetry.EndpointURL(t.Endpoint); err != nil {
@@ -466,9 +463,9 @@ func (v *validator) tracing(t Tracing) {
 		}
 	}
 	switch t.Protocol {
-	case "", "http/protobuf":
+	case "", telemetry.ProtocolHTTP, telemetry.ProtocolGRPC:
 	default:
-		v.add("tracing.protocol", "%q is not an OTLP protocol this gateway speaks; use %s", t.Protocol, tracingProtocols)
+		v.add("tracing.protocol", "%q is not an OTLP protocol this gateway speaks; use %s or %s", t.Protocol, telemetry.ProtocolHTTP, telemetry.ProtocolGRPC)
 	}
 	if r := t.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
 		v.add("tracing.sampleRatio", "%v is not a share of traces; use a number from 0 to 1", *r)

@@ -11,6 +11,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -33,9 +35,15 @@ const ScopeName = "github.com/supolka/codemode-gateway"
 type Settings struct {
 	// Enabled turns export on; off, every span is a no-op.
 	Enabled bool
-	// Endpoint is the OTLP/HTTP traces URL; a URL without a path gets
-	// /v1/traces. Empty: the standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
-	// OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318.
+	// Protocol is the OTLP transport: ProtocolHTTP or ProtocolGRPC. Empty:
+	// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else
+	// ProtocolHTTP.
+	Protocol string
+	// Endpoint is the collector's URL: over HTTP the traces URL (a URL
+	// without a path gets /v1/traces), over gRPC its address (http:// for
+	// plain text). Empty: the standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+	// or OTEL_EXPORTER_OTLP_ENDPOINT, else localhost on 4318 (HTTP) or
+	// 4317 (gRPC).
 	Endpoint string
 	// Headers are sent with every export, on top of
 	// OTEL_EXPORTER_OTLP_HEADERS.
@@ -69,20 +77,13 @@ func Start(s Settings) (*Tracing, error) {
 	if !s.Enabled || strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
 		return nil, nil
 	}
-	opts := []otlptracehttp.Option{}
-	if s.Endpoint != "" {
-		u, err := EndpointURL(s.Endpoint)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, otlptracehttp.WithEndpointURL(u))
+	if s.Protocol == "" {
+		// The standard variables, as the SDKs read them.
+		s.Protocol = cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
 	}
-	if len(s.Headers) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
-	}
-	exp, err := otlptracehttp.New(context.Background(), opts...)
+	exp, err := newExporter(s)
 	if err != nil {
-		return nil, fmt.Errorf("tracing: %w", err)
+		return nil, err
 	}
 	name := s.ServiceName
 	if name == "" {
@@ -106,8 +107,53 @@ func Start(s Settings) (*Tracing, error) {
 	return &Tracing{provider: tp, tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(s.Version)), digests: s.RecordDigests}, nil
 }
 
-// EndpointURL checks an OTLP/HTTP endpoint and gives a URL without a path
-// the standard traces path.
+// The OTLP transports.
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// newExporter makes the OTLP exporter of s's protocol.
+func newExporter(s Settings) (sdktrace.SpanExporter, error) {
+	var exp sdktrace.SpanExporter
+	var err error
+	switch s.Protocol {
+	case "", ProtocolHTTP:
+		opts := []otlptracehttp.Option{}
+		if s.Endpoint != "" {
+			u, err := EndpointURL(s.Endpoint)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, otlptracehttp.WithEndpointURL(u))
+		}
+		if len(s.Headers) > 0 {
+			opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
+		}
+		exp, err = otlptracehttp.New(context.Background(), opts...)
+	case ProtocolGRPC:
+		opts := []otlptracegrpc.Option{}
+		if s.Endpoint != "" {
+			if _, err := EndpointURL(s.Endpoint); err != nil {
+				return nil, err
+			}
+			opts = append(opts, otlptracegrpc.WithEndpointURL(s.Endpoint))
+		}
+		if len(s.Headers) > 0 {
+			opts = append(opts, otlptracegrpc.WithHeaders(s.Headers))
+		}
+		exp, err = otlptracegrpc.New(context.Background(), opts...)
+	default:
+		return nil, fmt.Errorf("tracing: %q is not an OTLP protocol this gateway speaks; use %s or %s", s.Protocol, ProtocolHTTP, ProtocolGRPC)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	return exp, nil
+}
+
+// EndpointURL checks a collector's endpoint and gives a URL without a path
+// the standard OTLP/HTTP traces path (a gRPC exporter ignores the path).
 func EndpointURL(endpoint string) (string, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -282,5 +283,42 @@ func TestNativeRequestsAreSpansAtTheirOwnTimes(t *testing.T) {
 			s.Status().Description != want.statusText || !s.StartTime().Equal(want.start) || s.EndTime().Sub(s.StartTime()) != want.took {
 			t.Errorf("span %d: %s %v %+v %v–%v", i, s.Name(), got, s.Status(), s.StartTime(), s.EndTime())
 		}
+	}
+}
+
+// TestExportsOverHTTPAndGRPC: Start's provider reaches a collector over
+// either OTLP transport, and Shutdown flushes what it holds.
+func TestExportsOverHTTPAndGRPC(t *testing.T) {
+	for _, protocol := range []string{ProtocolHTTP, ProtocolGRPC} {
+		t.Run(protocol, func(t *testing.T) {
+			rcv := otlptest.Start()
+			if protocol == ProtocolGRPC {
+				var err error
+				if rcv, err = otlptest.StartGRPC(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer rcv.Close()
+			// The protocol from the standard variable, as the executor
+			// server takes it.
+			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", protocol)
+			tr, err := Start(Settings{Enabled: true, Endpoint: rcv.URL(), ServiceName: "svc-" + protocol, Version: "v9.9.9",
+				Headers: map[string]string{"X-Collector-Token": "t"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, span := tr.StartCall(context.Background(), SpanExecute, TraceContext{Parent: traceparent})
+			span.End()
+			if err := tr.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			spans := rcv.Spans()
+			if len(spans) != 1 || spans[0].Name != SpanExecute || spans[0].Service != "svc-"+protocol || spans[0].TraceID() != callerTrace || spans[0].ParentID() != callerSpan {
+				t.Fatalf("received %v", spans)
+			}
+		})
+	}
+	if _, err := Start(Settings{Enabled: true, Protocol: "thrift"}); err == nil || err.Error() != `tracing: "thrift" is not an OTLP protocol this gateway speaks; use http/protobuf or grpc` {
+		t.Fatalf("an unknown protocol: %v", err)
 	}
 }

@@ -5,9 +5,11 @@ package otlptest
 
 import (
 	"compress/gzip"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -63,9 +66,12 @@ func Value(v *commonpb.AnyValue) string {
 	}
 }
 
-// Receiver is a running receiver on a loopback port.
+// Receiver is a running receiver on a loopback port, over HTTP (Start) or
+// gRPC (StartGRPC).
 type Receiver struct {
-	srv *httptest.Server
+	srv  *httptest.Server
+	grpc *grpc.Server
+	addr string // the gRPC listener's
 
 	mu    sync.Mutex
 	spans []Span
@@ -81,12 +87,46 @@ func Start() *Receiver {
 	return r
 }
 
+// StartGRPC runs a receiver of the OTLP gRPC service; Close stops it.
+func StartGRPC() (*Receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{grpc: grpc.NewServer(), addr: ln.Addr().String()}
+	collectortrace.RegisterTraceServiceServer(r.grpc, traceService{r: r})
+	go r.grpc.Serve(ln)
+	return r, nil
+}
+
+type traceService struct {
+	collectortrace.UnimplementedTraceServiceServer
+	r *Receiver
+}
+
+func (s traceService) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	s.r.add(req)
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
 // URL is the traces endpoint, for OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or a
-// configuration's tracing.endpoint.
-func (r *Receiver) URL() string { return r.srv.URL + "/v1/traces" }
+// configuration's tracing.endpoint: over gRPC the listener's plain-text
+// address.
+func (r *Receiver) URL() string {
+	if r.grpc != nil {
+		return "http://" + r.addr
+	}
+	return r.srv.URL + "/v1/traces"
+}
 
 // Close stops the receiver.
-func (r *Receiver) Close() { r.srv.Close() }
+func (r *Receiver) Close() {
+	if r.grpc != nil {
+		r.grpc.Stop()
+		return
+	}
+	r.srv.Close()
+}
 
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" {
@@ -112,7 +152,16 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	r.add(&msg)
+	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(out)
+}
+
+// add keeps the spans of one export.
+func (r *Receiver) add(msg *collectortrace.ExportTraceServiceRequest) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, rs := range msg.ResourceSpans {
 		service := ""
 		for _, kv := range rs.GetResource().GetAttributes() {
@@ -127,10 +176,6 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	r.mu.Unlock()
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Write(out)
 }
 
 // Spans are the spans received so far.
