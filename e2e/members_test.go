@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -46,7 +47,7 @@ routes:
 		}
 	}
 	ran := func(admin string) float64 {
-		_, body := get(t, admin+"/metrics")
+		_, body := testutil.Get(t, admin+"/metrics")
 		return metric(t, body, `codemode_executions_total{backend="local",outcome="ok"}`)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -116,7 +117,7 @@ routes:
 	// A added back beside B: with B busy, A takes the next execution.
 	reload(config(b.url, a.url))
 	waitUntil(t, func() bool {
-		_, body := get(t, gw.admin+"/metrics")
+		_, body := testutil.Get(t, gw.admin+"/metrics")
 		return strings.Contains(body, `codemode_backend_healthy{backend="pool",member="pool/1"} 1`)
 	}, "A to pass its health check again")
 	release2 := make(chan struct{})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -85,7 +86,7 @@ func TestJSONLogsMetricsAndBuildInfo(t *testing.T) {
 	mu.Lock()
 	adminURL := admin
 	mu.Unlock()
-	code, body := get(t, adminURL+"/metrics")
+	code, body := testutil.Get(t, adminURL+"/metrics")
 	if code != 200 {
 		t.Fatalf("/metrics answered %d", code)
 	}

@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -44,17 +44,6 @@ routes:
   - path: /v1/executor
     kind: executor
 `, hash)
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // metric reads one sample from a Prometheus text exposition.
@@ -108,7 +97,7 @@ func TestMetricsCountAScriptedWorkload(t *testing.T) {
 	if _, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(gw.url, "http")+"/v1/executor", remote.Options{}); err == nil {
 		t.Fatal("a connection without a key was accepted")
 	}
-	code, body := get(t, gw.admin+"/metrics")
+	code, body := testutil.Get(t, gw.admin+"/metrics")
 	if code != 200 {
 		t.Fatalf("/metrics answered %d", code)
 	}
@@ -140,10 +129,10 @@ func TestMetricsCountAScriptedWorkload(t *testing.T) {
 	if alive := metric(t, body, `codemode_workers_alive{backend="local"}`); alive < 1 || alive > 2 {
 		t.Errorf("codemode_workers_alive = %v, want 1 to 2 (pool size 2)", alive)
 	}
-	if code, _ := get(t, gw.admin+"/healthz"); code != 200 {
+	if code, _ := testutil.Get(t, gw.admin+"/healthz"); code != 200 {
 		t.Fatalf("/healthz answered %d", code)
 	}
-	if code, _ := get(t, gw.admin+"/readyz"); code != 200 {
+	if code, _ := testutil.Get(t, gw.admin+"/readyz"); code != 200 {
 		t.Fatalf("/readyz answered %d", code)
 	}
 }
@@ -187,7 +176,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if code, _ := get(t, gw.admin+"/readyz"); code == 503 {
+		if code, _ := testutil.Get(t, gw.admin+"/readyz"); code == 503 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -430,7 +419,7 @@ func TestExecutorServerAdminEndpoints(t *testing.T) {
 	key, hash := newKey(t)
 	srv, admin := startExecutorServerWithAdmin(t, "--key-hash", hash)
 	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
-		if code, body := get(t, admin+path); code != 200 || body != want {
+		if code, body := testutil.Get(t, admin+path); code != 200 || body != want {
 			t.Fatalf("%s answered %d %q, want 200 %q", path, code, body, want)
 		}
 	}
@@ -442,7 +431,7 @@ func TestExecutorServerAdminEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, body := get(t, admin+"/metrics")
+	code, body := testutil.Get(t, admin+"/metrics")
 	if code != 200 {
 		t.Fatalf("/metrics answered %d", code)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 )
 
 // TestUsageAndTraceContextFromJavaScript runs usage.test.mjs, the real
@@ -52,7 +53,7 @@ func TestUsageAndTraceContextFromJavaScript(t *testing.T) {
 		}
 	}
 
-	_, body := get(t, gw.admin+"/metrics")
+	_, body := testutil.Get(t, gw.admin+"/metrics")
 	for _, tenant := range []string{"alpha", "gamma"} {
 		for series, want := range map[string]float64{
 			`codemode_usage_tool_calls_total{tenant="` + tenant + `"}`:        2,

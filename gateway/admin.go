@@ -23,11 +23,16 @@ type AdminEndpoints struct {
 	// Reload re-reads the configuration at POST /reload; nil serves no
 	// such route.
 	Reload func() error
+	// Token is the bearer token every request must carry, asked on each
+	// request (so a reload that changes it takes effect at once); nil or
+	// "" asks for none. AdminGuard applies it.
+	Token func() string
 }
 
 // NewAdminHandler serves the operator's endpoints, for a listener of their
 // own: /metrics (Prometheus), /healthz (the process is up), /readyz (it
-// can serve) and, where there is a configuration to re-read, POST /reload.
+// can serve) and, where there is a configuration to re-read, POST /reload,
+// all behind AdminGuard.
 func NewAdminHandler(a AdminEndpoints) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
@@ -50,13 +55,19 @@ func NewAdminHandler(a AdminEndpoints) http.Handler {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	return mux
+	token := a.Token
+	if token == nil {
+		token = func() string { return "" }
+	}
+	return AdminGuard(token)(mux)
 }
 
 // AdminHandler serves the gateway's operator endpoints (NewAdminHandler):
-// /readyz passes unless notReady says why not.
+// /readyz passes unless notReady says why not; admin.tokenEnv's token
+// guards them all.
 func (g *Gateway) AdminHandler() http.Handler {
-	return NewAdminHandler(AdminEndpoints{Registry: g.metrics.reg, NotReady: g.notReady, Reload: g.reloadFromFile})
+	return NewAdminHandler(AdminEndpoints{Registry: g.metrics.reg, NotReady: g.notReady, Reload: g.reloadFromFile,
+		Token: func() string { return g.state.Load().adminToken }})
 }
 
 // notReady says why the replica cannot serve: it is draining, a group

@@ -142,6 +142,8 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares f
 			HandlesIdleTimeout: b.Local.HandlesIdleTimeout.Std(),
 			Logger:             log.With("backend", b.Name),
 			Native:             nativeOptions(b.Local),
+			WorkerUser:         b.Local.WorkerUser,
+			NoSeccomp:          b.Local.DisableSeccomp,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -52,7 +53,7 @@ func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
 
 	admin := httptest.NewServer(srv.AdminHandler())
 	defer admin.Close()
-	readyz := func() (int, string) { return getText(t, admin.URL+"/readyz") }
+	readyz := func() (int, string) { return testutil.Get(t, admin.URL+"/readyz") }
 	if code, body := readyz(); code != 200 || body != "ready\n" {
 		t.Fatalf("/readyz: %d %q", code, body)
 	}

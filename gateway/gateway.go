@@ -28,6 +28,7 @@ import (
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/connlimit"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -77,6 +78,10 @@ type Gateway struct {
 
 	sessMu   sync.Mutex
 	sessions map[*capnweb.Session]struct{} // open executor sessions
+
+	// wire bounds what every executor session holds for its client
+	// (limits.wireMemoryMB; a restart changes it).
+	wire *capnweb.MemoryBudget
 }
 
 // GoingAwayReason is the close reason an executor session reads when the
@@ -106,6 +111,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
+	g.wire = capnweb.NewMemoryBudget(int64(cfg.Limits.WireMemoryMB) << 20)
 	for _, b := range cfg.Backends {
 		nameOf := func(url string) string { return g.handles.ids.memberName(b.Name, url) }
 		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf, nameOf)
@@ -138,6 +144,8 @@ type state struct {
 	// cert and adminCert are the listeners' certificates, read from their
 	// files on every build so a reload picks up a renewed one.
 	cert, adminCert *tls.Certificate
+	// adminToken is the bearer token of the admin listener; empty: none.
+	adminToken string
 	// shares are the tenants' shares of their local groups.
 	shares map[string]local.Share
 }
@@ -162,6 +170,9 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 	var err error
 	if st.auth, err = buildAuth(cfg, g.getenv); err != nil {
 		return nil, err
+	}
+	if env := cfg.Admin.TokenEnv; env != "" {
+		st.adminToken = g.getenv(env)
 	}
 	if st.cert, err = loadCert(cfg, cfg.TLS); err != nil {
 		return nil, err
@@ -215,6 +226,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		{"pins", cur.Pins, cfg.Pins},
 		{"executionIds", cur.ExecutionIDs, cfg.ExecutionIDs},
 		{"tracing", cur.Tracing, cfg.Tracing},
+		{"limits.wireMemoryMB", cur.Limits.WireMemoryMB, cfg.Limits.WireMemoryMB},
 	} {
 		if !reflect.DeepEqual(c.old, c.new) {
 			return fmt.Errorf("%s changed, which takes a restart; the running configuration stays", c.what)
@@ -370,6 +382,7 @@ func (g *Gateway) routes(st *state) (chi.Router, error) {
 		r.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { g.serve(w, req, st, pr) }))
 	}
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Connection", "close")
 		http.Error(w, "no route serves this path", http.StatusNotFound)
 	})
 	return r, nil
@@ -404,6 +417,9 @@ func (pr *pathRoutes) pick(req *http.Request) (*route, string, error) {
 
 func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr *pathRoutes) {
 	start := time.Now()
+	// A refused request's connection closes after the answer: a client
+	// without a credential holds no idle connection.
+	w.Header().Set("Connection", "close")
 	rt, proto, err := pr.pick(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -442,6 +458,8 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		return
 	}
 	defer t.connections.Add(-1)
+	w.Header().Del("Connection")
+	connlimit.Authenticated(req.Context())
 	conns := g.metrics.connections.WithLabelValues(id.Tenant, rt.cfg.Kind)
 	conns.Inc()
 	defer conns.Dec()
@@ -459,6 +477,8 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		defer span.End()
 		sess, err := capnweb.Accept(w, req, t.api.Target(), executorapi.SessionOptions(capnweb.Options{
 			MaxMessageSize: rt.cfg.MaxMessageBytes,
+			MaxExports:     st.cfg.Limits.MaxCallsPerConnection,
+			Memory:         g.wire,
 			BaseContext:    base,
 			Accept:         opts,
 		}))
@@ -505,7 +525,11 @@ func newProxy(up *url.URL) *httputil.ReverseProxy {
 }
 
 // originAllowed: a request without an Origin (not a browser) and a
-// same-host origin pass; any other origin must match a pattern.
+// same-origin one pass; any other origin must match a pattern. Same origin
+// means the same host and the same scheme: a page served over plain HTTP
+// on the gateway's host is not the origin of its TLS listener. Behind a
+// load balancer that terminates TLS the scheme is its X-Forwarded-Proto,
+// a header no page can set on a WebSocket handshake.
 func originAllowed(req *http.Request, patterns []config.OriginPattern) bool {
 	o := req.Header.Get("Origin")
 	if o == "" {
@@ -515,7 +539,13 @@ func originAllowed(req *http.Request, patterns []config.OriginPattern) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	if strings.EqualFold(u.Host, req.Host) {
+	scheme := "http"
+	if req.TLS != nil {
+		scheme = "https"
+	} else if p := strings.ToLower(strings.TrimSpace(strings.Split(req.Header.Get("X-Forwarded-Proto"), ",")[0])); p == "https" {
+		scheme = p
+	}
+	if strings.EqualFold(u.Host, req.Host) && strings.EqualFold(u.Scheme, scheme) {
 		return true
 	}
 	return slices.ContainsFunc(patterns, func(p config.OriginPattern) bool { return p.Matches(u.Scheme, u.Host) })

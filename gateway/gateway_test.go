@@ -60,7 +60,10 @@ type env struct {
 	seen     chan http.Header // headers the proxy upstream received
 }
 
-const jwtSecret = "0123456789abcdef0123456789abcdef"
+const (
+	jwtSecret  = "0123456789abcdef0123456789abcdef"
+	adminToken = "admin-token-0123456789"
+)
 
 // start runs a gateway with three tenants: acme on the local backend, and
 // globex and initech on a remote group whose member is a Recorder.
@@ -143,8 +146,11 @@ func (e *env) serve(t *testing.T, yaml string, tweak func(string) string) string
 		yaml = tweak(yaml)
 	}
 	getenv := func(k string) string {
-		if k == "TEST_JWT_SECRET" {
+		switch k {
+		case "TEST_JWT_SECRET":
 			return jwtSecret
+		case "TEST_ADMIN_TOKEN":
+			return adminToken
 		}
 		return os.Getenv(k)
 	}

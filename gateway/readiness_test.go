@@ -13,6 +13,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -38,18 +39,6 @@ func serveConfig(t *testing.T, src string, logs io.Writer) (gw *gateway.Gateway,
 	admin = httptest.NewServer(gw.AdminHandler())
 	t.Cleanup(func() { hs.Close(); admin.Close(); gw.Close() })
 	return gw, hs, admin
-}
-
-// getText GETs url and returns the status and body.
-func getText(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // deadURL is a ws:// address on loopback where nothing listens.
@@ -98,7 +87,7 @@ routes:
   - {path: /v1/executor, kind: executor}
 `, c.localReadiness, c.farReadiness, far, hash)
 			_, hs, admin := serveConfig(t, src, nil)
-			if code, body := getText(t, admin.URL+"/readyz"); code != c.code || body != c.body {
+			if code, body := testutil.Get(t, admin.URL+"/readyz"); code != c.code || body != c.body {
 				t.Fatalf("/readyz: %d %q, want %d %q", code, body, c.code, c.body)
 			}
 			ex, err := remote.Dial(testCtx(t), wsURL(hs.URL)+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
@@ -128,7 +117,7 @@ routes:
   - {path: /v1/executor, kind: executor}
 `, deadURL(t))
 	_, _, admin := serveConfig(t, src, nil)
-	if code, body := getText(t, admin.URL+"/readyz"); code != 503 || body != "no backend group has a healthy member\n" {
+	if code, body := testutil.Get(t, admin.URL+"/readyz"); code != 503 || body != "no backend group has a healthy member\n" {
 		t.Fatalf("/readyz: %d %q", code, body)
 	}
 }

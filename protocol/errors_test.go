@@ -362,3 +362,10 @@ func TestMatchesPayloadTooLarge(t *testing.T) {
 		}
 	}
 }
+
+func TestHostCallBacklogErrorText(t *testing.T) {
+	const want = "Too many host calls in flight: at most 4160 may wait at once. Await some before starting more."
+	if got := NewHostCallBacklogError(4160).Error(); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

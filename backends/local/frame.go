@@ -98,6 +98,10 @@ type initMessage struct {
 	// AddressSpaceMB is RLIMIT_AS's headroom over VmSize plus
 	// WorkerMemoryMB; 0 disables it.
 	AddressSpaceMB int `json:"addressSpaceMB"`
+	// Confine asks the worker to load its system-call filter before it
+	// reports ready; Sockets lets that filter allow outbound sockets.
+	Confine bool `json:"confine,omitempty"`
+	Sockets bool `json:"sockets,omitempty"`
 }
 
 // readyMessage reports what the worker applied.
@@ -105,6 +109,8 @@ type readyMessage struct {
 	PID int `json:"pid"`
 	// RlimitAS is the address-space limit set, in bytes; 0 when none.
 	RlimitAS uint64 `json:"rlimitAS"`
+	// Confined is set once the filter is in force.
+	Confined bool `json:"confined,omitempty"`
 }
 
 var (

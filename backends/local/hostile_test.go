@@ -64,6 +64,11 @@ func jsWorkerCommand(t testing.TB) []string {
 		if plainWorker.err != nil {
 			return
 		}
+		// A root gateway starts workers as nobody, who must reach the
+		// binary.
+		if plainWorker.err = os.Chmod(plainWorker.dir, 0o755); plainWorker.err != nil {
+			return
+		}
 		exe := filepath.Join(plainWorker.dir, "worker.test")
 		out, err := exec.Command(goTool, "test", "-c", "-o", exe, ".").CombinedOutput()
 		if err != nil {

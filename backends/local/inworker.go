@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -33,6 +34,7 @@ const (
 	exitBadFrame   = 3 // the parent sent something this worker cannot read
 	exitWriteFail  = 4 // stdout broke
 	exitRunPanic   = 5 // a Go panic escaped a run
+	exitConfine    = 6 // the system-call filter would not load
 )
 
 // runFunc is sandbox.Run's signature; tests of the pool may swap it.
@@ -317,6 +319,15 @@ func (s *workerServer) applyLimits(init initMessage, page *gatePage) readyMessag
 	ready := readyMessage{PID: os.Getpid()}
 	if init.AddressSpaceMB > 0 {
 		ready.RlimitAS = setAddressLimit(worker + uint64(init.AddressSpaceMB)<<20)
+	}
+	if init.Confine {
+		// Last: the limits above take calls the filter refuses. A worker
+		// that cannot confine itself takes no job.
+		if err := confineWorker(init.Sockets); err != nil {
+			fmt.Fprintln(os.Stderr, "worker: cannot load the system-call filter:", err)
+			os.Exit(exitConfine)
+		}
+		ready.Confined = true
 	}
 	return ready
 }

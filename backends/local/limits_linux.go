@@ -76,7 +76,31 @@ func claimStdout() *os.File {
 }
 
 // processGroupAttr starts a worker as the leader of its own process group.
-func processGroupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// processGroupAttr starts a worker in a process group of its own, as cred
+// when it is not nil.
+func processGroupAttr(cred workerCred) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+}
+
+// workerCred is the user a root gateway starts workers as.
+type workerCred = *syscall.Credential
+
+// workerPath is the program a worker starts from: this executable through
+// /proc/self/exe when the worker changes user, since the user may not be
+// allowed into the directories on the way to it (a test binary's build
+// directory is the gateway user's alone).
+func workerPath(name string, cred workerCred) string {
+	if cred == nil {
+		return name
+	}
+	if exe, err := os.Executable(); err == nil && exe == name {
+		return "/proc/self/exe"
+	}
+	return name
+}
+
+// confineSupported: seccomp filters are Linux's.
+const confineSupported = true
 
 // killGroup sends SIGKILL to the process group led by pid.
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }

@@ -14,8 +14,16 @@ import (
 func setAddressLimit(extra uint64) uint64 { return 0 }
 func readRSS(pid int) (uint64, bool)      { return 0, false }
 
-func processGroupAttr() *syscall.SysProcAttr { return nil }
-func killGroup(pid int)                      {}
+func processGroupAttr(workerCred) *syscall.SysProcAttr { return nil }
+
+type workerCred = struct{}
+
+func workerCredential(string) (workerCred, error) { return workerCred{}, nil }
+func workerPath(name string, _ workerCred) string { return name }
+
+const confineSupported = false
+
+func killGroup(pid int) {}
 
 // claimStdout keeps the frame stream on stdout: descriptor juggling is
 // Linux-only here.

@@ -68,11 +68,13 @@ func DefaultCPUSlots(n, maxWorkers int) int { return max(1, min(n-1, maxWorkers-
 // page. A read of /proc/PID/statm costs about 13 µs.
 const monitorPoll = 10 * time.Millisecond
 
-// Host calls of one execution: at most maxOpenHostCalls run at once in the
-// parent, at most maxHostBacklog more wait; a call past both is refused.
+// Host calls of one execution in the parent: at most maxOpenHostCalls run
+// at once, at most maxHostBacklog more wait; a call past both is refused.
+// The sandbox keeps far fewer in flight (sandbox.MaxHostCallsInFlight), so
+// this is the parent's guard against a worker that breaks its own bound.
 const (
 	maxOpenHostCalls = 256
-	maxHostBacklog   = 4096
+	maxHostBacklog   = protocol.MaxWaitingHostCalls
 )
 
 // Options configures an Executor. Every zero field takes its default.
@@ -156,6 +158,19 @@ type Options struct {
 	// timeout apply otherwise. The zero value allows native fetch with
 	// webplatform.DefaultDeny.
 	Native webplatform.NativeOptions
+	// WorkerUser is who worker processes run as when the gateway runs as
+	// root: a user name or "uid:gid". Default "65534:65534" (nobody); a
+	// user whose uid is 0 keeps them root. Ignored when the gateway is not
+	// root: its workers run as its own user.
+	WorkerUser string
+	// NoSeccomp starts workers without their system-call filter, for a
+	// kernel without seccomp. By default (on Linux) a worker sets
+	// no_new_privs and allows only the system calls a worker makes: no
+	// execve, no new process, no file written, and no socket unless native
+	// fetch is allowed (Native.Vetoed false).
+	NoSeccomp bool
+
+	cred workerCred // WorkerUser resolved
 }
 
 // Share is one tenant's share of a pool.
@@ -211,6 +226,11 @@ func (o Options) withDefaults() (Options, error) {
 		o.WorkerCommand = []string{exe}
 	}
 	o.WorkerCommand = append([]string(nil), o.WorkerCommand...)
+	cred, err := workerCredential(o.WorkerUser)
+	if err != nil {
+		return o, err
+	}
+	o.cred = cred
 	o.WorkerEnv = append([]string(nil), o.WorkerEnv...)
 	fill(&o.KillGrace, DefaultKillGrace)
 	fill(&o.StartTimeout, DefaultStartTimeout)

@@ -43,6 +43,9 @@ type process struct {
 	dying   chan struct{} // closed on the first kill
 	dieOnce sync.Once
 	rlimit  uint64
+	// confined is set when the worker reported its system-call filter in
+	// force.
+	confined bool
 	// baseRSS is the RSS right after start. The parent's RSS poll allows
 	// the worker's memory plus headroom above it; untouched pages never
 	// count towards RSS, and those are RLIMIT_AS's to refuse.
@@ -83,14 +86,15 @@ func spawn(o *Options) (*process, error) {
 			page.release()
 		}
 	}()
-	cmd := exec.Command(o.WorkerCommand[0], o.WorkerCommand[1:]...)
+	cmd := exec.Command(workerPath(o.WorkerCommand[0], o.cred), o.WorkerCommand[1:]...)
+	cmd.Args[0] = o.WorkerCommand[0]
 	cmd.Env = workerEnvironment(o.WorkerEnv)
 	if f := page.extraFile(); f != nil {
 		cmd.ExtraFiles = []*os.File{f} // descriptor gatePageFD in the worker
 	}
 	// Its own process group, so a kill reaches anything it started and no
 	// descendant keeps the pipes open after it.
-	cmd.SysProcAttr = processGroupAttr()
+	cmd.SysProcAttr = processGroupAttr(o.cred)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -139,6 +143,8 @@ func spawn(o *Options) (*process, error) {
 		MemoryLimitMB:  o.MemoryLimitMB,
 		WorkerMemoryMB: o.WorkerMemoryMB,
 		AddressSpaceMB: o.AddressSpaceHeadroomMB,
+		Confine:        confineSupported && !o.NoSeccomp,
+		Sockets:        !o.Native.Vetoed,
 	}}
 	if err := p.send(init); err != nil {
 		p.kill(killProtocol)
@@ -156,6 +162,7 @@ func spawn(o *Options) (*process, error) {
 			return nil, fmt.Errorf("worker %d did not start: %v", p.pid, p.describeExit())
 		}
 		p.rlimit = m.Ready.RlimitAS
+		p.confined = m.Ready.Confined
 		p.baseRSS, _ = readRSS(p.pid)
 		return p, nil
 	case <-timer.C:

@@ -137,6 +137,8 @@ func scriptedEnvelope(ctx context.Context, job sandbox.Job, host sandbox.Host) *
 				v = "unset"
 			}
 			out = append(out, v)
+		case "probe": // what the worker may do to the system (confine_test.go)
+			out = append(out, probeWorker(f[1])...)
 		case "print": // stdout must not corrupt the frame stream
 			fmt.Println("stray output on stdout")
 			out = append(out, "printed")

@@ -104,7 +104,6 @@ func failureVectors() []failureVector {
 		part(protocol.PartHandleAnswer, 140000, protocol.PayloadLimit),
 		fv("CompressionAbsentError", protocol.NewCompressionAbsentError("DecompressionStream"), "DecompressionStream"),
 		fv("BufferGrowthAbsentError", protocol.NewBufferGrowthAbsentError("SharedArrayBuffer.prototype.grow"), "SharedArrayBuffer.prototype.grow"),
-		fv("SharedMemoryAbsentError", protocol.NewSharedMemoryAbsentError()),
 		fv("CacheStorageAbsentError", protocol.NewCacheStorageAbsentError()),
 		fv("HandleNotFoundError", protocol.NewHandleNotFoundError("x1.abc", "other", []string{"fetch", "alarm"}), "x1.abc", "other", []string{"fetch", "alarm"}),
 		fv("HandleNotFoundError", protocol.NewHandleNotFoundError("x1.abc", "fetch", nil), "x1.abc", "fetch", []string{}),
@@ -123,6 +122,15 @@ func failureVectors() []failureVector {
 		fv("QueueTimeoutError", protocol.NewQueueTimeoutError(10*time.Second, 1500*time.Microsecond), 10000, ms(1500*time.Microsecond)),
 		fv("TenantLimitError", protocol.NewTenantLimitError("demo", "8 executions in flight", 120*time.Millisecond), "demo", "8 executions in flight", 120),
 		fv("ResponseTooLargeError", protocol.NewResponseTooLargeError(2000000, 1048576), 2000000, 1048576),
+		fv("SourceTooLargeError", protocol.NewSourceTooLargeError(`module "a"`, 300000, 262144), `module "a"`, 300000, 262144),
+		fv("SourceNestingError", protocol.NewSourceNestingError("program", 1000, 3), "program", 1000, 3),
+		fv("HostCallBacklogError", protocol.NewHostCallBacklogError(4352), 4352),
+		fv("HostAnswerTooLargeError", protocol.NewHostAnswerTooLargeError()),
+		fv("NotAResponseError", protocol.NewNotAResponseError()),
+		fv("NetworkErrorResponseError", protocol.NewNetworkErrorResponseError()),
+		fv("DeliveryTooLargeError", protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, 70000000, 67108864), string(protocol.DeliveryExecution), 70000000, 67108864),
+		fv("DeliveryTooLargeError", protocol.NewDeliveryTooLargeError(protocol.DeliveryHandleRequest, 70000000, 67108864), string(protocol.DeliveryHandleRequest), 70000000, 67108864),
+		fv("DrainingError", protocol.NewDrainingError()),
 	}
 }
 

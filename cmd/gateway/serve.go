@@ -22,6 +22,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/connlimit"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
@@ -82,13 +83,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			gw.ReloadFile()
 		}
 	}()
-	ln, scheme, err := listenMaybeTLS(cfg.Listen, gw.TLSConfig())
+	guard := connlimit.Options{MaxUnauthenticated: cfg.Connections.MaxUnauthenticated, Reserve: cfg.DescriptorReserve(runtime.NumCPU())}
+	ln, scheme, err := listenMaybeTLS(cfg.Listen, gw.TLSConfig(), &guard)
 	if err != nil {
 		logger.Error("gateway serve failed", "error", err)
 		return 1
 	}
-	srv := &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	adminSrv, err := serveAdmin(cfg.Admin.Listen, gw.AdminTLSConfig(), gw.AdminHandler(), stdout, cfg.Log.Format)
+	idle := cfg.Connections.IdleTimeout.Std()
+	srv := newServer(gw.Handler(), idle)
+	adminSrv, err := serveAdmin(cfg.Admin.Listen, gw.AdminTLSConfig(), gw.AdminHandler(), idle, stdout, cfg.Log.Format)
 	if err != nil {
 		logger.Error("gateway serve failed: admin listener", "error", err)
 		return 1
@@ -124,6 +127,7 @@ func reload(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "config.yaml", "the configuration file of the gateway to reload: its admin.listen is the address")
 	admin := fs.String("admin", "", "the gateway's admin listener, host:port or a URL; overrides the configuration's")
+	tokenEnv := fs.String("token-env", "", "the environment variable holding the admin listener's bearer token (the gateway's admin.tokenEnv)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -132,7 +136,22 @@ func reload(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 2
 	}
-	resp, err := http.Post(target, "text/plain", nil)
+	// No body and no content type: the admin listener refuses the body
+	// types a browser's form could send.
+	req, err := http.NewRequest(http.MethodPost, target, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway reload:", err)
+		return 2
+	}
+	if *tokenEnv != "" {
+		token := os.Getenv(*tokenEnv)
+		if token == "" {
+			fmt.Fprintf(stderr, "gateway reload: environment variable %s is not set\n", *tokenEnv)
+			return 2
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 1
@@ -185,15 +204,15 @@ func reloadURL(admin, cfgPath string) (string, error) {
 // serveAdmin serves an admin handler on addr, in the background, and
 // prints where; an empty addr serves nothing (and the nil server it
 // returns shuts down as a no-op).
-func serveAdmin(addr string, tc *tls.Config, h http.Handler, stdout io.Writer, format string) (*adminServer, error) {
+func serveAdmin(addr string, tc *tls.Config, h http.Handler, idle time.Duration, stdout io.Writer, format string) (*adminServer, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	ln, scheme, err := listenMaybeTLS(addr, tc)
+	ln, scheme, err := listenMaybeTLS(addr, tc, nil)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(h, idle)
 	go srv.Serve(ln)
 	// Tests and scripts read the address from this line.
 	announce(stdout, format, "admin listening on", fmt.Sprintf("%s://%s", scheme, ln.Addr()))
@@ -233,11 +252,19 @@ func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, logger *
 	}
 }
 
-// listenMaybeTLS opens a listener, with TLS when tc is not nil.
-func listenMaybeTLS(addr string, tc *tls.Config) (net.Listener, string, error) {
+// listenMaybeTLS opens a listener, under guard's bounds when guard is not
+// nil (beneath TLS, so they count connections still in the handshake),
+// with TLS when tc is not nil.
+func listenMaybeTLS(addr string, tc *tls.Config, guard *connlimit.Options) (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || tc == nil {
-		return ln, "http", err
+	if err != nil {
+		return nil, "", err
+	}
+	if guard != nil {
+		ln = connlimit.New(ln, *guard)
+	}
+	if tc == nil {
+		return ln, "http", nil
 	}
 	return tls.NewListener(ln, tc), "https", nil
 }
@@ -258,6 +285,13 @@ func announce(stdout io.Writer, format, what, url string) {
 		return
 	}
 	fmt.Fprintf(stdout, "%s %s\n", what, url)
+}
+
+// newServer is the HTTP server of a listener: headers within ten seconds,
+// a connection idle between requests closed after idle, and, on a
+// connlimit listener, handlers able to mark a connection authenticated.
+func newServer(h http.Handler, idle time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle, ConnContext: connlimit.ConnContext}
 }
 
 // newLogger makes the structured logger the configuration asks for.
@@ -325,6 +359,10 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Int64("timeout-ms", 0, "run bound of a request that sets none, in ms (default 30000)")
 	responseLimit := fs.Int("response-limit", 0, "largest result envelope or handle answer in bytes (default: just under 1 MiB)")
 	readLimit := fs.Int64("read-limit", 0, "largest received WebSocket message in bytes (default 1 MiB)")
+	maxCalls := fs.Int("max-calls-per-connection", 16384, "calls a caller may have made on one connection and not released; one more aborts the connection")
+	wireMemory := fs.Int64("wire-memory-mb", 1024, "what every connection together may hold for its caller (calls outstanding, results not released) in MB; past it the connection holding the most is aborted")
+	workerUser := fs.String("worker-user", "", "who worker processes run as when this runs as root: a user name or uid:gid (default 65534:65534, nobody)")
+	noSeccomp := fs.Bool("disable-seccomp", false, "start worker processes without their system-call filter (a kernel without seccomp)")
 	fs.Bool("executor-server", true, "serve ExecutorApi on the local backend instead of a gateway configuration")
 	tracing := fs.Bool("tracing", false, "export OpenTelemetry traces over OTLP/HTTP, configured by the standard OTEL_* environment variables")
 	if err := fs.Parse(args); err != nil {
@@ -353,6 +391,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	pl, err := local.New(local.Options{
 		MaxWorkers: *maxWorkers, QueueBound: *queue, MemoryLimitMB: *memory, DefaultTimeoutMs: *timeout, Logger: logger,
+		WorkerUser: *workerUser, NoSeccomp: *noSeccomp,
 		// Every caller of an executor server is one tenant to it: the
 		// gateway in front applies the tenants' shares.
 		Shares: func(string) local.Share { return local.Share{CPUSlots: math.MaxInt} },
@@ -371,17 +410,21 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	defer tr.Shutdown(context.Background())
 	api := executorapi.NewServer(exec, executorapi.ServerOptions{
 		ResponseLimit: *responseLimit,
-		Session:       capnweb.Options{MaxMessageSize: *readLimit},
-		Tracing:       tr,
+		Session: capnweb.Options{MaxMessageSize: *readLimit, MaxExports: *maxCalls,
+			Memory: capnweb.NewMemoryBudget(*wireMemory << 20)},
+		Tracing: tr,
 	})
 	defer api.Close()
 
-	ln, err := net.Listen("tcp", *listen)
+	// The local backend's worker processes need descriptors the listener
+	// must leave them.
+	ln, _, err := listenMaybeTLS(*listen, nil, &connlimit.Options{Reserve: connlimit.DefaultReserve + config.DescriptorsPerWorker*pl.Options().MaxWorkers})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
 	}
-	adminSrv, err := serveAdmin(*admin, nil, exec.AdminHandler(), stdout, "text")
+	idle := time.Duration(config.DefaultIdleTimeout)
+	adminSrv, err := serveAdmin(*admin, nil, exec.AdminHandler(), idle, stdout, "text")
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve: admin listener:", err)
 		return 1
@@ -392,7 +435,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "executor server listening on ws://%s%s\n", ln.Addr(), *path)
 	logger.Info("executor server started", "addr", ln.Addr().String(), "path", *path, "auth", keys != nil)
 
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(mux, idle)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !serveUntil(ctx, srv, ln, logger) {
@@ -408,7 +451,10 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 // of keys (nil: no credential needed).
 func requireKey(keys *auth.APIKeys, next http.Handler) http.Handler {
 	if keys == nil {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			connlimit.Authenticated(r.Context())
+			next.ServeHTTP(w, r)
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cred, err := auth.FromRequest(r)
@@ -417,9 +463,11 @@ func requireKey(keys *auth.APIKeys, next http.Handler) http.Handler {
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-executor"`)
+			w.Header().Set("Connection", "close") // no idle connection after a refusal
 			http.Error(w, "a valid bearer credential is required", http.StatusUnauthorized)
 			return
 		}
+		connlimit.Authenticated(r.Context())
 		next.ServeHTTP(w, r)
 	})
 }

@@ -22,6 +22,8 @@ type Config struct {
 	Admin Admin `yaml:"admin"`
 	// Log configures the structured log.
 	Log Log `yaml:"log"`
+	// Connections bounds what clients hold on the gateway's listener.
+	Connections Connections `yaml:"connections"`
 	// DrainTimeout bounds how long a stopping gateway waits for executions
 	// in flight. Default: 30s.
 	DrainTimeout Duration `yaml:"drainTimeout"`
@@ -57,6 +59,25 @@ type Admin struct {
 	Listen string `yaml:"listen"`
 	// TLS serves the admin listener over TLS; absent serves plain HTTP.
 	TLS *TLS `yaml:"tls"`
+	// TokenEnv names the environment variable holding a bearer token every
+	// request to the admin listener must carry; empty asks for none.
+	TokenEnv string `yaml:"tokenEnv"`
+}
+
+// Connections bounds the connections of the gateway's listener, so that
+// clients without a credential cannot take the process's descriptors.
+type Connections struct {
+	// IdleTimeout closes a connection that sent no request for this long
+	// between requests. Default: 60s.
+	IdleTimeout Duration `yaml:"idleTimeout"`
+	// MaxUnauthenticated is how many connections may be open without
+	// having authenticated; past it the oldest is closed. Default: 256.
+	MaxUnauthenticated int `yaml:"maxUnauthenticated"`
+	// DescriptorReserve is how many descriptors under the process's limit
+	// the listener leaves for everything else (worker processes above
+	// all); at the limit it stops accepting. Default: 128, and 8 for each
+	// worker process the local groups may start.
+	DescriptorReserve int `yaml:"descriptorReserve"`
 }
 
 // TLS names a certificate and its key, PEM files relative to the config
@@ -88,6 +109,15 @@ type Limits struct {
 	MaxHandles int `yaml:"maxHandles"`
 	// MaxMessageBytes caps a route's message-size limit. Default: 1 MiB.
 	MaxMessageBytes int64 `yaml:"maxMessageBytes"`
+	// MaxCallsPerConnection bounds the calls a client has made on one
+	// connection and not released (pulled and released, as the client
+	// library does); past it the connection is aborted. Default: 1024.
+	MaxCallsPerConnection int `yaml:"maxCallsPerConnection"`
+	// WireMemoryMB bounds what every connection together holds for its
+	// client: the calls outstanding, their results until released, and
+	// messages waiting to be written. Past it the connection holding the
+	// most is aborted. Default: 512.
+	WireMemoryMB int `yaml:"wireMemoryMB"`
 }
 
 // Backend is one named backend group.
@@ -162,6 +192,12 @@ type LocalBackend struct {
 	NativeOutbound bool `yaml:"nativeOutbound"`
 	// Native bounds native fetch where it is allowed.
 	Native NativeFetch `yaml:"native"`
+	// WorkerUser is who the worker processes run as when the gateway runs
+	// as root: a user name or "uid:gid". Default "65534:65534" (nobody).
+	WorkerUser string `yaml:"workerUser"`
+	// DisableSeccomp starts worker processes without their system-call
+	// filter, for a kernel without seccomp. Default false.
+	DisableSeccomp bool `yaml:"disableSeccomp"`
 }
 
 // NativeFetch bounds the requests programs make natively. Loopback,

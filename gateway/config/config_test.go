@@ -87,6 +87,14 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 			`c.yaml:14: routes[1].subprotocols: routes[0] is already the default of path "/v1/executor"; give one of them subprotocols`},
 		{"tenant memory above its backend", "    backend: local\n", "    backend: local\n    policy:\n      memoryMB: 512\n",
 			`c.yaml:9: tenants[0].policy.memoryMB: 512 MB is above backend "local"'s limit of 128 MB; a tenant can only lower it`},
+		{"admin token env", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nadmin:\n  tokenEnv: NOT_SET_ANYWHERE\n",
+			"c.yaml:3: admin.tokenEnv: environment variable NOT_SET_ANYWHERE must hold a token of at least 16 bytes; make one with `gateway hash-key --new`"},
+		{"negative idle timeout", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  idleTimeout: -1s\n",
+			`c.yaml:3: connections.idleTimeout: must not be negative`},
+		{"negative reserve", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  descriptorReserve: -1\n",
+			`c.yaml:3: connections.descriptorReserve: must not be negative`},
+		{"worker user", "    type: local\n", "    type: local\n    local:\n      workerUser: \"1000:\"\n",
+			`c.yaml:6: backends[0].local.workerUser: "1000:" is neither a user name nor uid:gid in numbers (e.g. 65534:65534)`},
 		{"tenant nobody can use", "    keys:\n      - name: k\n        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb\n", "",
 			`c.yaml:6: tenants[0].keys: tenant "demo" has no API keys and no jwt section is configured, so nobody can authenticate as it`},
 	}
@@ -311,5 +319,25 @@ func TestRemoteMembersListedOnce(t *testing.T) {
 	want := `c.yaml:10: backends[1].remote.members[1].url: "ws://127.0.0.1:9/" is already members[0]; list each executor server once`
 	if got := problems(t, src, 2); len(got) != 1 || got[0] != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+	}
+}
+
+// TestConnectionsDefaults: a file that sets no connections keys gets the
+// defaults, and the descriptor reserve grows with the local worker
+// processes.
+func TestConnectionsDefaults(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte(good), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cfg.Connections; c.IdleTimeout.Std() != 60*time.Second || c.MaxUnauthenticated != 256 || c.DescriptorReserve != 0 {
+		t.Fatalf("defaults %+v", c)
+	}
+	if got, want := cfg.DescriptorReserve(2), 128+8*8; got != want {
+		t.Fatalf("DescriptorReserve(2) = %d, want %d (eight worker processes)", got, want)
+	}
+	cfg.Connections.DescriptorReserve = 40
+	if got := cfg.DescriptorReserve(2); got != 40 {
+		t.Fatalf("a set reserve reads %d", got)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/supolka/codemode-gateway/gateway/connlimit"
 )
 
 // Defaults of the operator limits.
@@ -27,7 +29,33 @@ const (
 	maxConfigBytes           = 4 << 20
 	// maxProblems is how many problems of one file are listed.
 	maxProblems = 100
+
+	DefaultMaxCallsPerConnection = 1024
+	DefaultWireMemoryMB          = 512
+
+	DefaultIdleTimeout        = Duration(60e9)
+	DefaultMaxUnauthenticated = connlimit.DefaultMaxUnauthenticated
+	// DescriptorsPerWorker is what the default descriptorReserve keeps
+	// for each worker process: its pipes, its gate page, and the ones it
+	// takes while it starts.
+	DescriptorsPerWorker = 8
 )
+
+// DescriptorReserve is connections.descriptorReserve, or where the file
+// sets none its default on a machine of numCPU CPUs: connlimit's reserve
+// and 8 for each worker process the local groups may start.
+func (c *Config) DescriptorReserve(numCPU int) int {
+	if r := c.Connections.DescriptorReserve; r > 0 {
+		return r
+	}
+	r := connlimit.DefaultReserve
+	for _, b := range c.Backends {
+		if b.Local != nil {
+			r += DescriptorsPerWorker * b.Local.Settings(numCPU).MaxWorkers
+		}
+	}
+	return r
+}
 
 // Problem is one thing wrong with a configuration file, placed at its line.
 type Problem struct {
@@ -168,8 +196,20 @@ func (c *Config) applyDefaults() {
 	if l.MaxMessageBytes == 0 {
 		l.MaxMessageBytes = DefaultLimitMessageBytes
 	}
+	if l.MaxCallsPerConnection == 0 {
+		l.MaxCallsPerConnection = DefaultMaxCallsPerConnection
+	}
+	if l.WireMemoryMB == 0 {
+		l.WireMemoryMB = DefaultWireMemoryMB
+	}
 	if c.Pins.Size == 0 {
 		c.Pins.Size = DefaultPinsSize
+	}
+	if c.Connections.IdleTimeout == 0 {
+		c.Connections.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.Connections.MaxUnauthenticated == 0 {
+		c.Connections.MaxUnauthenticated = DefaultMaxUnauthenticated
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout

@@ -38,6 +38,9 @@ func (v *validator) add(path, format string, args ...any) {
 // metrics labels and executionIds.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
+// workerUserPattern is a user name or uid:gid.
+var workerUserPattern = regexp.MustCompile(`^([a-z_][a-z0-9_.-]{0,31}|[0-9]{1,10}:[0-9]{1,10})$`)
+
 // tokenPattern is an HTTP token, what a WebSocket subprotocol must be.
 var tokenPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -54,6 +57,9 @@ func (v *validator) validate(c *Config) {
 			v.add("admin.listen", "must differ from listen: the admin endpoints stay off the tenants' listener")
 		}
 	}
+	if env := c.Admin.TokenEnv; env != "" && len(v.getenv(env)) < 16 {
+		v.add("admin.tokenEnv", "environment variable %s must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", env)
+	}
 	v.tls("tls", c, c.TLS)
 	v.tls("admin.tls", c, c.Admin.TLS)
 	switch c.Log.Format {
@@ -65,6 +71,15 @@ func (v *validator) validate(c *Config) {
 	case "debug", "info", "warn", "error":
 	default:
 		v.add("log.level", "%q is not a log level; use debug, info, warn or error", c.Log.Level)
+	}
+	if c.Connections.IdleTimeout < 0 {
+		v.add("connections.idleTimeout", "must not be negative")
+	}
+	if c.Connections.MaxUnauthenticated < 0 {
+		v.add("connections.maxUnauthenticated", "must not be negative")
+	}
+	if c.Connections.DescriptorReserve < 0 {
+		v.add("connections.descriptorReserve", "must not be negative")
 	}
 	if c.DrainTimeout < 0 {
 		v.add("drainTimeout", "must not be negative")
@@ -214,10 +229,18 @@ func (v *validator) limits(l Limits) {
 		{"limits.maxConnections", int64(l.MaxConnections)},
 		{"limits.maxHandles", int64(l.MaxHandles)},
 		{"limits.maxMessageBytes", l.MaxMessageBytes},
+		{"limits.maxCallsPerConnection", int64(l.MaxCallsPerConnection)},
+		{"limits.wireMemoryMB", int64(l.WireMemoryMB)},
 	} {
 		if f.n < 0 {
 			v.add(f.path, "must not be negative")
 		}
+	}
+	if l.MaxCallsPerConnection > 0 && l.MaxCallsPerConnection < 16 {
+		v.add("limits.maxCallsPerConnection", "%d is too small: a client keeps a few calls open beside each execution; use at least 16, or leave it out for 1024", l.MaxCallsPerConnection)
+	}
+	if mb := int64(l.WireMemoryMB); mb > 0 && mb<<20 < 4*l.MaxMessageBytes {
+		v.add("limits.wireMemoryMB", "%d MB is too small: it must hold at least four of the largest messages (limits.maxMessageBytes, %d bytes)", l.WireMemoryMB, l.MaxMessageBytes)
 	}
 	if l.MaxMessageBytes > 0 && l.MaxMessageBytes < 64<<10 {
 		v.add("limits.maxMessageBytes", "%d is too small: a run at every contract bound sends messages of up to a few hundred KiB; use at least 65536, or leave it out for 1 MiB", l.MaxMessageBytes)
@@ -263,6 +286,9 @@ func (v *validator) backend(path string, b *Backend) {
 		}
 		if l.DefaultTimeoutMs > protocol.MaxSupportedTimeout {
 			v.add(path+".local.defaultTimeoutMs", "must be at most %d", protocol.MaxSupportedTimeout)
+		}
+		if u := l.WorkerUser; u != "" && !workerUserPattern.MatchString(u) {
+			v.add(path+".local.workerUser", "%q is neither a user name nor uid:gid in numbers (e.g. 65534:65534)", u)
 		}
 		for _, list := range []struct {
 			key   string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,9 @@ type Options struct {
 	// A peer beyond it is aborted, so a hostile peer cannot grow the
 	// table without bound.
 	MaxExports int
+	// Memory, when set, is the budget this session's held bytes count
+	// against (shared by the sessions of a server); see MemoryBudget.
+	Memory *MemoryBudget
 	// KeepObjectOrder makes received plain objects decode to Object, in
 	// the order the peer wrote their keys, instead of map[string]any.
 	KeepObjectOrder bool
@@ -105,6 +109,8 @@ type Session struct {
 	closeCode   int
 	closeReason string
 	err         *BrokenError
+	// held is what the session has charged to Options.Memory.
+	held int64
 
 	wake        chan struct{}
 	done        chan struct{}
@@ -128,6 +134,7 @@ type export struct {
 	pulled   bool
 	freed    bool
 	retained []*Stub // stubs of the settled result, released when freed
+	cost     int64   // bytes charged to the session's budget for it
 	queue    []*delivery
 	running  bool
 }
@@ -290,6 +297,11 @@ func (s *Session) enqueue(msg []byte) {
 	if s.ended {
 		return
 	}
+	// Messages waiting for the writer count until written; an abort this
+	// picks runs on its own, since the caller holds s.mu.
+	if abort := s.account(int64(len(msg))); abort != nil {
+		go abort()
+	}
 	s.outq = append(s.outq, msg)
 	select {
 	case s.wake <- struct{}{}:
@@ -324,6 +336,13 @@ func (s *Session) writeLoop() {
 			if werr != nil {
 				s.shutdown(fmt.Errorf("write failed: %w", werr), nil, 1011, "write failed")
 			}
+			var written int64
+			for _, m := range batch {
+				written += int64(len(m))
+			}
+			s.mu.Lock()
+			s.account(-written) // giving back never aborts
+			s.mu.Unlock()
 		}
 		if closing && len(batch) == 0 {
 			_ = s.t.Close(code, reason)
@@ -462,6 +481,7 @@ func (s *Session) shutdown(cause error, abortMsg []byte, code int, reason string
 		be.text = "capnweb: connection broken: " + cause.Error()
 	}
 	s.err = be
+	s.releaseAll()
 	s.ended = true
 	var cells []*cell
 	for _, ent := range s.imports {
@@ -523,6 +543,7 @@ func (ex *export) releaseOwned() []func() {
 // truncateReason cuts a close reason to 123 bytes on a character
 // boundary, the most a WebSocket close frame carries.
 func truncateReason(r string) string {
+	r = strings.ToValidUTF8(r, "\uFFFD")
 	if len(r) <= 123 {
 		return r
 	}
@@ -534,12 +555,16 @@ func truncateReason(r string) string {
 }
 
 // protocolError aborts the session because the peer sent malformed input.
+// The reason may quote the peer's bytes: what goes back is valid UTF-8
+// (each invalid sequence, lone surrogates included, becomes U+FFFD), so
+// the abort never echoes what the peer should not have sent.
 func (s *Session) protocolError(pe *ProtocolError) {
+	reason := strings.ToValidUTF8(pe.Reason, "\uFFFD")
 	e := &encoder{maxDepth: s.opts.MaxDepth}
 	e.buf = append(e.buf, `["abort",`...)
-	_ = e.errorValue(&Error{Name: "Error", Message: pe.Reason}, 0)
+	_ = e.errorValue(&Error{Name: "Error", Message: reason}, 0)
 	e.buf = append(e.buf, ']')
-	s.shutdown(pe, e.buf, CloseAbort, pe.Reason)
+	s.shutdown(pe, e.buf, CloseAbort, reason)
 }
 
 // ---- incoming ----
@@ -607,7 +632,7 @@ func (s *Session) dispatch(raw []byte) *ProtocolError {
 		if len(msg) < 2 {
 			return badMessage(raw)
 		}
-		return s.handlePush(msg[1])
+		return s.handlePush(msg[1], len(raw))
 	case "pull":
 		if len(msg) < 2 {
 			return badMessage(raw)
@@ -658,7 +683,7 @@ func (s *Session) dispatch(raw []byte) *ProtocolError {
 		s.mu.Lock()
 		if len(s.exports) >= s.opts.MaxExports {
 			s.mu.Unlock()
-			return protoErrorf("too many outstanding exports (limit %d)", s.opts.MaxExports)
+			return &ProtocolError{Reason: OutstandingCallsText(s.opts.MaxExports)}
 		}
 		id := s.peerNext
 		s.peerNext++
@@ -687,15 +712,18 @@ func (streamRefuser) CallMethod(context.Context, string, []any) (any, error) {
 	return nil, errStreams
 }
 
-func (s *Session) handlePush(expr any) *ProtocolError {
+func (s *Session) handlePush(expr any, size int) *ProtocolError {
 	s.mu.Lock()
 	if len(s.exports) >= s.opts.MaxExports {
 		s.mu.Unlock()
-		return protoErrorf("too many outstanding exports (limit %d)", s.opts.MaxExports)
+		return &ProtocolError{Reason: OutstandingCallsText(s.opts.MaxExports)}
 	}
 	id := s.peerNext
 	s.peerNext++
-	ex := &export{id: id, refcount: 1}
+	ex := &export{id: id, refcount: 1, cost: int64(size) + exportOverhead}
+	if abort := s.account(ex.cost); abort != nil {
+		defer abort() // after the lock is released
+	}
 	ev := s.newEvaluator()
 	v, err := ev.eval(expr, 0)
 	if err != nil {
@@ -755,6 +783,7 @@ func (s *Session) handlePush(expr any) *ProtocolError {
 		runAll(rel)
 	})
 	s.mu.Unlock()
+	s.chargeResult(ex)
 	if !direct {
 		if ev.holes {
 			go func() {
@@ -766,6 +795,30 @@ func (s *Session) handlePush(expr any) *ProtocolError {
 		}
 	}
 	return nil
+}
+
+// chargeResult charges the result of a pushed call to the session's
+// budget once it settles, until the peer releases it.
+func (s *Session) chargeResult(ex *export) {
+	if s.opts.Memory == nil {
+		return
+	}
+	ex.prom.then(func(v any, err error) {
+		n := approxSize(v, 0)
+		if err != nil {
+			n += approxSize(err, 0)
+		}
+		s.mu.Lock()
+		var abort func()
+		if !ex.freed {
+			ex.cost += n
+			abort = s.account(n)
+		}
+		s.mu.Unlock()
+		if abort != nil {
+			abort()
+		}
+	})
 }
 
 func (s *Session) handlePull(id int64) *ProtocolError {
@@ -809,6 +862,7 @@ func (s *Session) handleRelease(id, n int64) *ProtocolError {
 		delete(s.exports, id)
 		ex.freed = true
 		post = ex.releaseOwned()
+		s.account(-ex.cost)
 	}
 	s.mu.Unlock()
 	runAll(post)

@@ -733,7 +733,7 @@ func TestMaxExports(t *testing.T) {
 		}
 		last = string(m)
 	}
-	if !contains(last, "too many outstanding exports (limit 10)") {
+	if want := `["abort",["error","Error","` + OutstandingCallsText(10) + `"]]`; last != want {
 		t.Fatalf("last frame = %s", last)
 	}
 }

@@ -56,6 +56,9 @@ func NewServer(exec protocol.Executor, opts ServerOptions) *Server {
 	if opts.ResponseLimit <= 0 {
 		opts.ResponseLimit = DefaultResponseLimit
 	}
+	if opts.Session.Memory == nil {
+		opts.Session.Memory = capnweb.NewMemoryBudget(DefaultWireMemory)
+	}
 	return &Server{exec: exec, opts: opts, kept: map[string]*capnweb.Stub{}}
 }
 
@@ -80,6 +83,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	<-sess.Done()
 }
+
+// DefaultWireMemory bounds what a Server's sessions hold together for
+// their callers (capnweb.MemoryBudget) when ServerOptions.Session sets no
+// budget.
+const DefaultWireMemory = 512 << 20
 
 // SessionOptions are base with what a session serving Target needs: plain
 // objects decoded in the order the caller wrote them, so that a json

@@ -28,6 +28,8 @@ func (s *session) dispatch(call goja.FunctionCall) goja.Value {
 		s.mustSettle(reject(s.newError(protocol.NewPayloadTooLargeError(protocol.PartToolCall, size, protocol.PayloadLimit).Error())))
 	case !s.job.HasDispatch || s.host == nil:
 		s.mustSettle(resolve(protocol.ErrorEnvelope(protocol.NewToolNotFoundError(tool).Error())))
+	case s.hostCalls+len(s.queued) >= MaxHostCallsInFlight:
+		s.mustSettle(reject(s.newError(protocol.NewHostCallBacklogError(MaxHostCallsInFlight).Error())))
 	default:
 		s.open++
 		answered := func(text string, err error) func() {

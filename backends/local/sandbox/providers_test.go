@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -388,5 +389,31 @@ func TestDispatchGrammarEnvelopes(t *testing.T) {
 	}
 	if !reflect.DeepEqual(args, []any{"ada", 3.0}) {
 		t.Fatalf("the tool got %#v", args)
+	}
+}
+
+// TestToolCallsPastTheBacklogReject: with every call at the host held, the
+// call past MaxHostCallsInFlight rejects at once with the backlog text,
+// and the ones before it are still waiting (the queue does not grow).
+func TestToolCallsPastTheBacklogReject(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := &fakeHost{answer: func(c call) (string, error) {
+		<-release
+		return `{"result":null}`, nil
+	}}
+	j := job(fmt.Sprintf(`async () => {
+		const calls = Array.from({ length: %d }, () => store.hold());
+		let settled = 0;
+		for (const c of calls) c.then(() => settled++, () => settled++);
+		try { await store.hold(); return 'accepted'; } catch (e) { await null; return [e.message, settled]; }
+	}`, MaxHostCallsInFlight))
+	j.Providers = []protocol.ProviderDescriptor{{Name: "store"}}
+	j.HasDispatch = true
+	j.TimeoutMs = 30000
+	got := result(t, runJob(t, j, h))
+	want := []any{"Too many host calls in flight: at most 4160 may wait at once. Await some before starting more.", 0.0}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v, want %#v", got, want)
 	}
 }

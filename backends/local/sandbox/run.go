@@ -34,6 +34,10 @@ const (
 	// that fires a million calls with Promise.all then costs a queue, not
 	// a million goroutines.
 	MaxConcurrentHostCalls = 64
+	// MaxHostCallsInFlight bounds the tool calls of one run at the host
+	// and waiting their turn together; one more rejects with
+	// HostCallBacklogError's text, so the queue cannot grow without bound.
+	MaxHostCallsInFlight = MaxConcurrentHostCalls + protocol.MaxWaitingHostCalls
 )
 
 // InternalErrorText is the message of the INTERNAL fault a run ends with

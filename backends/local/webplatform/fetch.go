@@ -57,6 +57,9 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 	if size := protocol.OutboundRequestWireSize(req); size > protocol.PayloadLimit {
 		panic(vm.NewTypeError(protocol.NewPayloadTooLargeError(protocol.PartOutboundRequest, size, protocol.PayloadLimit).Error()))
 	}
+	if p.inflight >= MaxFetchesInFlight {
+		panic(vm.NewTypeError(protocol.NewHostCallBacklogError(MaxFetchesInFlight).Error()))
+	}
 
 	ctx, cancel := context.WithCancel(p.loop.Context())
 	settled := false // a callback ran or abort was called

@@ -54,6 +54,11 @@ type Config struct {
 // later ones wait their turn in order.
 const MaxConcurrentFetches = 16
 
+// MaxFetchesInFlight bounds the requests of one run started and not yet
+// settled, running or waiting their turn; one more rejects with
+// HostCallBacklogError's text.
+const MaxFetchesInFlight = MaxConcurrentFetches + protocol.MaxWaitingHostCalls
+
 //go:embed platform.js
 var platformSource string
 

@@ -142,6 +142,10 @@ type deniedAddressError struct{ addr netip.Addr }
 
 func (e *deniedAddressError) Error() string { return "address " + e.addr.String() + " is denied" }
 
+// unreachableText ends the text of a request that met the deny list or a
+// name that does not resolve, after the host (or "a redirect from <host>").
+const unreachableText = "cannot be reached from this executor: either the name does not resolve, or it is at an address this executor does not reach (loopback, private, link-local and other internal ranges are denied). Only public internet hosts can be fetched."
+
 // errRedirectRefused marks a redirect the request's redirect mode refused.
 var errRedirectRefused = errors.New("redirect refused")
 
@@ -247,13 +251,13 @@ func (c *nativeClient) do(ctx context.Context, req protocol.OutboundRequest, red
 	}
 	resp, err := client.Do(hreq)
 	if err != nil {
-		return nativeResult{}, c.explain(ctx, hreq.URL.Host, err)
+		return nativeResult{}, c.explain(ctx, hreq.URL.Host, hops > 0, err)
 	}
 	defer resp.Body.Close()
 	limit := c.opts.MaxResponseBytes
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nativeResult{}, c.explain(ctx, hreq.URL.Host, err)
+		return nativeResult{}, c.explain(ctx, hreq.URL.Host, hops > 0, err)
 	}
 	if int64(len(data)) > limit {
 		return nativeResult{}, fmt.Errorf("fetch failed: the response from %s is larger than the %d-byte bound this executor puts on one response body. Ask for less (a range, a page, a filter).", hreq.URL.Host, limit)
@@ -276,12 +280,18 @@ func (c *nativeClient) do(ctx context.Context, req protocol.OutboundRequest, red
 
 // explain turns a client error into a clean message for the program: no Go
 // error text (which can carry local addresses) crosses over.
-func (c *nativeClient) explain(ctx context.Context, host string, err error) error {
+func (c *nativeClient) explain(ctx context.Context, host string, redirected bool, err error) error {
 	var denied *deniedAddressError
 	var dnsErr *net.DNSError
 	switch {
-	case errors.As(err, &denied):
-		return fmt.Errorf("fetch failed: %s is at an address this executor does not reach (loopback, private, link-local and other internal ranges are denied). Only public internet hosts can be fetched.", host)
+	case errors.As(err, &denied) || errors.As(err, &dnsErr):
+		// One text for both, naming only the host the program asked for: a
+		// name that does not resolve must read like an internal one, or
+		// the program could map the internal network by name.
+		if redirected {
+			return fmt.Errorf("fetch failed: a redirect from %s %s", host, unreachableText)
+		}
+		return fmt.Errorf("fetch failed: %s %s", host, unreachableText)
 	case errors.Is(err, errRedirectRefused):
 		return fmt.Errorf("fetch failed: %s answered with a redirect the request's redirect mode does not follow", host)
 	case errors.Is(err, errTooManyRedirects):
@@ -290,8 +300,6 @@ func (c *nativeClient) explain(ctx context.Context, host string, err error) erro
 		return fmt.Errorf("fetch failed: the request to %s took longer than the %s this executor allows one request", host, c.opts.RequestTimeout)
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("fetch failed: the request to %s was cancelled", host)
-	case errors.As(err, &dnsErr):
-		return fmt.Errorf("fetch failed: the host name %s could not be resolved", host)
 	}
 	return fmt.Errorf("fetch failed: the request to %s failed on the network", host)
 }

@@ -164,12 +164,6 @@ export class BufferGrowthAbsentError extends DeclaredFailure {
   }
 }
 
-export class SharedMemoryAbsentError extends DeclaredFailure {
-  constructor() {
-    super('SharedArrayBuffer cannot be constructed in this runtime, because a run has no second thread to share memory with. Use ArrayBuffer, with the length you need when you create it.')
-  }
-}
-
 export class CacheStorageAbsentError extends DeclaredFailure {
   constructor() {
     super('Cache storage is absent from this runtime because nothing survives an execution. Return what should persist in the result and take it back as an input on the next call.')
@@ -222,6 +216,64 @@ export class InvalidTimeoutError extends DeclaredFailure {
 }
 
 // ---- declared failures that are faults ------------------------------------
+
+// ---- the executor's own texts -------------------------------------------------
+// Not quoted by the contract; composed in its grammar by the Go executor.
+
+/** What the sandbox names in a source bound's text: "program", `module "a"`, `provider "store"`. */
+export class SourceTooLargeError extends DeclaredFailure {
+  constructor(readonly what: string, readonly size: number, readonly limit: number) {
+    super(`The ${what} is ${size} bytes, past the sandbox's ${limit}-byte bound on one source. Send less code, and move what is shared into the module map.`)
+  }
+}
+
+export class SourceNestingError extends DeclaredFailure {
+  constructor(readonly what: string, readonly limit: number, readonly line: number) {
+    super(`The ${what} nests brackets more than ${limit} deep (line ${line}), past what the sandbox parses. Flatten that code and run it again.`)
+  }
+}
+
+export class HostCallBacklogError extends DeclaredFailure {
+  constructor(readonly limit: number) {
+    super(`Too many host calls in flight: at most ${limit} may wait at once. Await some before starting more.`)
+  }
+}
+
+export class HostAnswerTooLargeError extends DeclaredFailure {
+  constructor() {
+    super("The host's answer is too large to deliver to the sandbox. Ask the tool for less at once.")
+  }
+}
+
+export class NotAResponseError extends DeclaredFailure {
+  constructor() {
+    super('The fetch handler answered with something other than a Response. Return a Response, for example new Response(body, {status: 200}).')
+  }
+}
+
+export class NetworkErrorResponseError extends DeclaredFailure {
+  constructor() {
+    super('The fetch handler answered with Response.error(), a network error, not an HTTP response. Return a Response with a status from 200 to 599.')
+  }
+}
+
+/** What an executor could not deliver to its worker process. */
+export type DeliveryPart = 'execution' | 'handle request'
+
+/** An execution or handle request too large for the executor's worker pipe: INTERNAL, met only in process. */
+export class DeliveryTooLargeError extends ExecutorFault {
+  constructor(readonly part: DeliveryPart, readonly size: number, readonly limit: number, props?: Record<string, unknown>) {
+    const advice = part === 'handle request' ? 'Send a smaller body.' : 'Send less code, and fewer or smaller modules.'
+    super('INTERNAL', `The ${part} is ${size} bytes, past the ${limit}-byte bound on one message to the executor's worker process, so it was not delivered. ${advice}`, props)
+  }
+}
+
+/** A draining gateway turned the execution away before it started; QUEUE_OVERFLOW, so retryable. */
+export class DrainingError extends ExecutorFault {
+  constructor(props?: Record<string, unknown>) {
+    super('QUEUE_OVERFLOW', 'This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it.', props)
+  }
+}
 
 const wholeMs = (ms: number): number => Math.max(1, Math.ceil(ms))
 const retrySentence = (ms: number): string => ` Try it again in ${ms} ms.`

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package local
+
+import "errors"
+
+// Outside Linux a worker runs as the gateway's user, without a filter.
+
+func confineWorker(sockets bool) error { return errors.New("no seccomp outside Linux") }

@@ -1,0 +1,79 @@
+package capnweb
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// budgetAbort is MemoryBudgetText's whole text, any held figure.
+func budgetAbort(limit int64) *regexp.Regexp {
+	text := regexp.QuoteMeta(MemoryBudgetText(limit, 999999999))
+	return regexp.MustCompile(`^\["abort",\["error","Error","` + strings.Replace(text, "999999999", `[0-9]+`, 1) + `"\]\]$`)
+}
+
+// TestMemoryBudgetAbortsTheConnectionThatHoldsIt: a peer that pushes calls
+// and never pulls their results is aborted once the sessions' shared budget
+// is spent; another session on the same budget keeps working, and what the
+// aborted one held is given back.
+func TestMemoryBudgetAbortsTheConnectionThatHoldsIt(t *testing.T) {
+	const limit = 256 << 10
+	budget := NewMemoryBudget(limit)
+	big := strings.Repeat("x", 8<<10)
+	main := Methods{"big": func(context.Context, []any) (any, error) { return big, nil }}
+
+	// The greedy peer speaks raw frames.
+	a, b := Pipe()
+	greedy := NewSession(a, main, Options{Memory: budget})
+	defer greedy.Close()
+	// The other is a session pair on the same budget.
+	c, d := Pipe()
+	server := NewSession(c, main, Options{Memory: budget})
+	defer server.Close()
+	client := NewSession(d, nil, Options{})
+	defer client.Close()
+
+	ctx := ctx10(t)
+	go func() {
+		for i := 0; i < 200; i++ {
+			if b.WriteMessage(ctx, []byte(`["push",["pipeline",0,["big"],[]]]`)) != nil {
+				return
+			}
+		}
+	}()
+	var last string
+	for {
+		m, err := b.ReadMessage(ctx)
+		if err != nil {
+			break
+		}
+		last = string(m)
+	}
+	if !budgetAbort(limit).MatchString(last) {
+		t.Fatalf("last frame = %s", last)
+	}
+	<-greedy.Done()
+	if used := budget.Used(); used > 16<<10 {
+		t.Fatalf("the budget still holds %d bytes after the greedy session ended", used)
+	}
+	for i := 0; i < 100; i++ {
+		v, err := client.Main().Call(ctx, "big")
+		if err != nil || v != big {
+			t.Fatalf("call %d on the other session: %v", i, err)
+		}
+	}
+	if used := budget.Used(); used > 16<<10 {
+		t.Fatalf("the other session's settled calls still hold %d bytes", used)
+	}
+}
+
+// TestApproxSizeCountsStringsAndBytes: a result is charged what its text
+// and data take.
+func TestApproxSizeCountsStringsAndBytes(t *testing.T) {
+	v := Object{{Key: "resultJson", Value: strings.Repeat("a", 1000)}, {Key: "logs", Value: []any{Object{{Key: "text", Value: strings.Repeat("b", 500)}}}},
+		{Key: "data", Value: Bytes{Data: make([]byte, 2000)}}}
+	if n := approxSize(v, 0); n < 3500 || n > 4000 {
+		t.Fatalf("approxSize = %d, want the 3,500 bytes of text and data and a little", n)
+	}
+}
