@@ -74,7 +74,7 @@ function start(cmd, args, what) {
     const timer = setTimeout(() => reject(new Error(`${what} did not say where it listens within 30 s`)), 30000)
     child.stdout.on('data', (d) => {
       buf += d
-      const m = buf.match(/(?:gateway |^)listening on ((?:ws|http):\/\/\S+)/m)
+      const m = buf.match(/(?:gateway |^)listening on ((?:ws|http):\/\/[^\s"]+)/m)
       if (m) {
         clearTimeout(timer)
         buf = ''

@@ -29,7 +29,7 @@ function start(cmd, args) {
     let buf = ''
     child.stdout.on('data', (d) => {
       buf += d
-      const m = buf.match(/(?:gateway|executor server|^)\s*listening on ((?:ws|http):\/\/\S+)/m)
+      const m = buf.match(/(?:gateway|executor server|^)\s*listening on ((?:ws|http):\/\/[^\s"]+)/m)
       if (m) resolve({ url: m[1].replace(/^http/, 'ws'), child })
     })
     child.on('exit', (code) => reject(new Error(`${cmd} exited with ${code}`)))

@@ -57,7 +57,9 @@ type process struct {
 	url string // the first address it printed
 }
 
-var listening = regexp.MustCompile(`listening on ((?:ws|http)s?://\S+)`)
+// listening finds the address in a plain line and in the JSON line of a
+// gateway that logs JSON.
+var listening = regexp.MustCompile(`listening on ((?:ws|http)s?://[^\s"]+)`)
 
 // startProcess runs cmd in its own process group (so its workers die with
 // it), logs its stderr, and waits for it to print where it listens. extra
@@ -69,7 +71,9 @@ func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = &prefixWriter{t: t}
+	if cmd.Stderr == nil {
+		cmd.Stderr = &prefixWriter{t: t}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -84,8 +88,8 @@ func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string))
 			if onLine != nil {
 				onLine(line)
 			}
-			// An admin line is never the address asked for.
-			if m := listening.FindStringSubmatch(line); m != nil && !strings.HasPrefix(line, "admin ") {
+			// An admin line, plain or JSON, is never the address asked for.
+			if m := listening.FindStringSubmatch(line); m != nil && !strings.Contains(line, "admin listening on") {
 				select {
 				case found <- m[1]:
 				default:
@@ -105,7 +109,15 @@ func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string))
 // loopback port with extra flags, and waits for its address.
 func startExecutorServer(t *testing.T, args ...string) *process {
 	t.Helper()
+	return startExecutorServerEnv(t, nil, args...)
+}
+
+// startExecutorServerEnv is startExecutorServer with extra environment
+// variables.
+func startExecutorServerEnv(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(gatewayBinary(t), append([]string{"serve", "--executor-server", "--listen", "127.0.0.1:0", "--max-workers", "2"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	return startProcess(t, "the executor server", cmd, nil)
 }
 

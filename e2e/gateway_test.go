@@ -18,7 +18,7 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-var adminListening = regexp.MustCompile(`admin listening on (https?://\S+)`)
+var adminListening = regexp.MustCompile(`admin listening on (https?://[^\s"]+)`)
 
 // runningGateway is a `gateway serve` process.
 type runningGateway struct {

@@ -55,7 +55,7 @@ func (s *ExecutorServer) Execute(ctx context.Context, req *protocol.ExecuteReque
 	oc := outcome(res, err)
 	s.executions.WithLabelValues(ExecutorServerBackend, oc).Inc()
 	s.wall.WithLabelValues(ExecutorServerBackend).Observe(wall.Seconds())
-	logExecution(s.log, ExecutorServerBackend, oc, wall, err == nil && res.ExecutionID != "")
+	logExecution(ctx, s.log, ExecutorServerBackend, oc, wall, err == nil && res.ExecutionID != "")
 	return res, err
 }
 

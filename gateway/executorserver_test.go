@@ -46,7 +46,7 @@ func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
 	if _, err := srv.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => { throw new Error('x') }"}); err != nil {
 		t.Fatal(err)
 	}
-	line := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=execution request=[0-9a-f]{16} backend=local outcome=user_error wall=\S+ retained=false$`)
+	line := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=execution request=[0-9a-f]{16} backend=local outcome=user_error wallMs=\S+ retained=false$`)
 	if n := len(line.FindAllString(logs.String(), -1)); n != 1 {
 		t.Fatalf("%d execution lines, want 1, in:\n%s", n, logs.String())
 	}

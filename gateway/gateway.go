@@ -29,6 +29,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/connlimit"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -45,6 +46,9 @@ type Options struct {
 	// Override changes each configuration read from ConfigPath the way the
 	// command line changed the first (a listen address given as a flag).
 	Override func(*config.Config)
+	// Version is the build's version, for codemode_build_info and the
+	// spans' service.version.
+	Version string
 }
 
 // Gateway serves one configuration at a time: Reload swaps in another.
@@ -52,10 +56,12 @@ type Gateway struct {
 	log        *slog.Logger
 	getenv     config.Getenv
 	configPath string
+	version    string // the build's, from Options
 	override   func(*config.Config)
 	groups     map[string]*group // fixed at start
 	handles    *handleRoutes
 	metrics    *metrics
+	tracing    *telemetry.Tracing // nil: tracing is off
 	state      atomic.Pointer[state]
 	// now is the clock of tenant rate limits, budgets and refusal logs.
 	now func() time.Time
@@ -92,7 +98,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
-	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{},
+	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, version: opts.Version, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{},
 		sessions: map[*capnweb.Session]struct{}{}, now: time.Now}
 	var idKey []byte
 	if env := cfg.ExecutionIDs.KeyEnv; env != "" {
@@ -100,6 +106,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(idKey), members: map[string]*member{}}
 	g.base, g.cancel = context.WithCancel(context.Background())
+	var err error
+	if g.tracing, err = startTracing(cfg.Tracing, opts.Getenv, opts.Version); err != nil {
+		g.Close()
+		return nil, err
+	}
 	g.wire = capnweb.NewMemoryBudget(int64(cfg.Limits.WireMemoryMB) << 20)
 	for _, b := range cfg.Backends {
 		nameOf := func(url string) string { return g.handles.ids.memberName(b.Name, url) }
@@ -214,6 +225,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		{"backends (other than the members of a remote group)", withoutMembers(cur.Backends), withoutMembers(cfg.Backends)},
 		{"pins", cur.Pins, cfg.Pins},
 		{"executionIds", cur.ExecutionIDs, cfg.ExecutionIDs},
+		{"tracing", cur.Tracing, cfg.Tracing},
 		{"limits.wireMemoryMB", cur.Limits.WireMemoryMB, cfg.Limits.WireMemoryMB},
 	} {
 		if !reflect.DeepEqual(c.old, c.new) {
@@ -226,7 +238,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	}
 	g.applyMembers(cfg)
 	g.state.Store(st)
-	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes))
+	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes), "configDigest", cfg.Digest)
 	return nil
 }
 
@@ -280,6 +292,7 @@ func (g *Gateway) Close() error {
 	for _, grp := range g.groups {
 		errs = append(errs, grp.close())
 	}
+	errs = append(errs, g.stopTracing())
 	return errors.Join(errs...)
 }
 
@@ -450,7 +463,8 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 	conns := g.metrics.connections.WithLabelValues(id.Tenant, rt.cfg.Kind)
 	conns.Inc()
 	defer conns.Dec()
-	log := t.log.With("connection", requestID(), "path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
+	connID := requestID()
+	log := t.log.With("connection", connID, "path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
 
 	switch rt.cfg.Kind {
 	case "executor":
@@ -458,11 +472,14 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		if proto != "" {
 			opts.Subprotocols = []string{proto}
 		}
+		base, span := g.tracing.StartConnection(withConnectionID(g.base, connID), req.Header,
+			telemetry.Tenant.String(id.Tenant), telemetry.URLPath.String(req.URL.Path), telemetry.Subprotocol.String(proto))
+		defer span.End()
 		sess, err := capnweb.Accept(w, req, t.api.Target(), executorapi.SessionOptions(capnweb.Options{
 			MaxMessageSize: rt.cfg.MaxMessageBytes,
 			MaxExports:     st.cfg.Limits.MaxCallsPerConnection,
 			Memory:         g.wire,
-			BaseContext:    g.base,
+			BaseContext:    base,
 			Accept:         opts,
 		}))
 		if err != nil {
@@ -474,11 +491,11 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		}
 		<-sess.Done()
 		g.untrack(sess)
-		log.Info("connection closed", "duration", time.Since(start), "reason", sess.Err())
+		log.Info("connection closed", "durationMs", millis(time.Since(start)), "reason", sess.Err())
 	case "proxy":
 		req.Header.Set(tenantHeader, id.Tenant)
 		rt.upstream.ServeHTTP(w, req)
-		log.Info("proxied", "duration", time.Since(start))
+		log.Info("proxied", "durationMs", millis(time.Since(start)))
 	}
 }
 

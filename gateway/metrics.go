@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/supolka/codemode-gateway/backends/local"
 
@@ -31,11 +34,16 @@ type metrics struct {
 	connections  *prometheus.GaugeVec
 	authFailures *prometheus.CounterVec
 	refusals     *prometheus.CounterVec
+	queueWait    *prometheus.HistogramVec
+	usage        usageMetrics
+	// collectors are every registered collector, for the test that checks
+	// the dashboards and alerts name only series that exist.
+	collectors []prometheus.Collector
 }
 
 func newMetrics(g *Gateway) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
-	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c); m.collectors = append(m.collectors, c) }
 	m.executions = executionsCounter("tenant", "backend", "outcome")
 	m.wall = wallHistogram("tenant", "backend")
 	m.inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -90,6 +98,19 @@ func newMetrics(g *Gateway) *metrics {
 		func() float64 { return float64(ps.evictions.Load()) }))
 	f(&healthCollector{g: g, desc: prometheus.NewDesc("codemode_backend_healthy", "1 when a backend member passes its health check.", []string{"backend", "member"}, nil)})
 	f(newPoolCollector(g.localPools))
+	m.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "codemode_queue_wait_seconds",
+		Help:    "Time executions waited for room in their backend before they started, as local backends report it.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+	}, []string{"tenant", "backend"})
+	f(m.queueWait)
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codemode_build_info",
+		Help:        "Always 1; its labels say which build runs: the gateway's version, the Go version and the executor protocol version.",
+		ConstLabels: prometheus.Labels{"version": g.version, "go_version": runtime.Version(), "protocol_version": strconv.Itoa(protocol.ProtocolVersion)}},
+		func() float64 { return 1 }))
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.usage = newUsageMetrics(f)
 	return m
 }
 
@@ -111,9 +132,10 @@ func wallHistogram(labels ...string) *prometheus.HistogramVec {
 }
 
 // logExecution writes the one log line of an execution, the same on a
-// gateway and an executor server.
-func logExecution(log *slog.Logger, backend, outcome string, wall time.Duration, retained bool) {
-	log.Info("execution", "request", requestID(), "backend", backend, "outcome", outcome, "wall", wall, "retained", retained)
+// gateway and an executor server: with its connection and trace ids when
+// ctx has them, and its wall time in milliseconds.
+func logExecution(ctx context.Context, log *slog.Logger, backend, outcome string, wall time.Duration, retained bool) {
+	log.Info("execution", append(logIDs(ctx), "request", requestID(), "backend", backend, "outcome", outcome, "wallMs", millis(wall), "retained", retained)...)
 }
 
 // localPools lists the gateway's local backends by group name.
@@ -153,6 +175,9 @@ func newPoolCollector(pools iter.Seq2[string, *local.Executor]) *poolCollector {
 		"parked":        d("codemode_worker_runs_parked", "Executions waiting on their host (a tool call, an outbound request)."),
 		"retained":      d("codemode_worker_runs_retained", "Retained executions living in worker processes."),
 		"queued":        d("codemode_executions_queued", "Executions waiting for room."),
+		"memory":        d("codemode_worker_memory_bytes", "Resident memory of the worker processes, as the pool last polled it."),
+		"maxWorkers":    d("codemode_workers_max", "The ceiling of worker processes (maxWorkers)."),
+		"poolTenants":   d("codemode_pool_tenants", "Tenants holding a worker process or waiting for one."),
 	}}
 }
 
@@ -188,6 +213,9 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("parked", s.Parked)
 		gauge("retained", s.Retained)
 		gauge("queued", s.Queued)
+		gauge("memory", int(s.MemoryBytes))
+		gauge("maxWorkers", s.MaxWorkers)
+		gauge("poolTenants", s.Tenants)
 	}
 }
 
@@ -263,4 +291,53 @@ func (m *metrics) observeOutbound(tenant string, fn protocol.OutboundFunc) proto
 		m.requests.WithLabelValues(tenant, "stub").Inc()
 		return fn(ctx, req)
 	}
+}
+
+// reportsQueueWait: a local member measures how long each execution
+// waited; a remote one does not say.
+func reportsQueueWait(m *member) bool {
+	if m == nil {
+		return false
+	}
+	_, ok := m.exec.(*local.Executor)
+	return ok
+}
+
+// usageMetrics add up, per tenant, what executions report they used
+// (protocol.Usage), so that a platform can bill or budget its own users.
+type usageMetrics struct {
+	cpu, runClock, toolCalls, requests, logBytes *prometheus.CounterVec
+	peakHeap                                     *prometheus.HistogramVec
+}
+
+func newUsageMetrics(register func(prometheus.Collector)) usageMetrics {
+	counter := func(name, help string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"tenant"})
+		register(c)
+		return c
+	}
+	u := usageMetrics{
+		cpu:       counter("codemode_usage_cpu_seconds_total", "CPU time executions used, as their executors report it (the usage extension)."),
+		runClock:  counter("codemode_usage_run_clock_seconds_total", "Run-clock time executions used, as their executors report it."),
+		toolCalls: counter("codemode_usage_tool_calls_total", "Tool calls executions made, as their executors report them."),
+		requests:  counter("codemode_usage_outbound_requests_total", "Requests executions sent with fetch, as their executors report them."),
+		logBytes:  counter("codemode_usage_log_bytes_total", "Bytes of console text executions captured, as their executors report them."),
+		peakHeap: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "codemode_usage_peak_heap_bytes",
+			Help:    "The largest heap each execution was charged, as its executor reports it.",
+			Buckets: prometheus.ExponentialBuckets(1<<20, 2, 10),
+		}, []string{"tenant"}),
+	}
+	register(u.peakHeap)
+	return u
+}
+
+// observe adds one execution's usage to its tenant's.
+func (u usageMetrics) observe(tenant string, x *protocol.Usage) {
+	u.cpu.WithLabelValues(tenant).Add(x.CPU.Seconds())
+	u.runClock.WithLabelValues(tenant).Add(x.RunClock.Seconds())
+	u.toolCalls.WithLabelValues(tenant).Add(float64(x.ToolCalls))
+	u.requests.WithLabelValues(tenant).Add(float64(x.OutboundRequests))
+	u.logBytes.WithLabelValues(tenant).Add(float64(x.LogBytes))
+	u.peakHeap.WithLabelValues(tenant).Observe(float64(x.PeakHeapBytes))
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -57,7 +58,7 @@ func newTenant(t config.Tenant, g *group, gw *Gateway) *tenant {
 		gw.metrics.refusals.WithLabelValues(t.Name, string(r))
 	}
 	tn.configure(t, g)
-	tn.api = executorapi.NewServer(tn, executorapi.ServerOptions{})
+	tn.api = executorapi.NewServer(tn, executorapi.ServerOptions{Tracing: gw.tracing})
 	return tn
 }
 
@@ -199,6 +200,12 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if err == nil && res.RunClock > 0 {
 		t.m.runClock.WithLabelValues(t.name, set.group.name).Observe(res.RunClock.Seconds())
 	}
+	if err == nil && res.Usage != nil {
+		t.m.usage.observe(t.name, res.Usage)
+	}
+	if err == nil && reportsQueueWait(m) {
+		t.m.queueWait.WithLabelValues(t.name, set.group.name).Observe(res.QueueWait.Seconds())
+	}
 	if err == nil && mode == protocol.OutboundNative && res.OutboundRequests > 0 {
 		t.m.requests.WithLabelValues(t.name, "native").Add(float64(res.OutboundRequests))
 	}
@@ -206,7 +213,10 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if m != nil {
 		member = m.label
 	}
-	logExecution(t.log, member, oc, wall, err == nil && res.ExecutionID != "")
+	if telemetry.Recording(ctx) {
+		telemetry.Execution(ctx, telemetry.Tenant.String(t.name), telemetry.Backend.String(set.group.name), telemetry.Member.String(member), telemetry.Outcome.String(oc))
+	}
+	logExecution(ctx, t.log, member, oc, wall, err == nil && res.ExecutionID != "")
 	if err != nil {
 		return nil, err
 	}

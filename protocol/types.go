@@ -80,6 +80,32 @@ type ExecuteResult struct {
 	// not measure them (the remote backend) leaves them zero.
 	RunClock         time.Duration
 	OutboundRequests int
+	// QueueWait is how long the execution waited for room in its
+	// executor, for an operator's metrics. Go-only, like RunClock.
+	QueueWait time.Duration
+	// Usage is what the execution used, when its executor measures it. It
+	// crosses the wire as the result message's optional usage member (an
+	// extension).
+	Usage *Usage
+	// NativeRequests are the requests the executor performed itself (the
+	// native mode), at most MaxTracedRequests of them, for its spans.
+	// Go-only, like RunClock.
+	NativeRequests []NativeRequest
+}
+
+// MaxTracedRequests bounds the native requests one result lists for
+// tracing; the count in OutboundRequests goes on past it.
+const MaxTracedRequests = 64
+
+// NativeRequest is one request an executor performed itself, as a span
+// records it: never its query, headers or body.
+type NativeRequest struct {
+	Method string
+	Host   string
+	// Status is the response's; 0 when the request failed.
+	Status   int
+	Start    time.Time
+	Duration time.Duration
 }
 
 // LogLevel is the console method a captured line came from.

@@ -67,6 +67,9 @@ type ExecuteResultMessage struct {
 	Logs        []LogLine `json:"logs"`
 	ExecutionID string    `json:"executionId,omitempty"`
 	Handles     []string  `json:"handles,omitempty"`
+	// Usage is what the execution used: an extension of the contract,
+	// absent when the executor does not measure it.
+	Usage *UsageMessage `json:"usage,omitempty"`
 }
 
 // ResultMessageOf is the wire message of r.
@@ -79,6 +82,9 @@ func ResultMessageOf(r *ExecuteResult) ExecuteResultMessage {
 	}
 	if m.Logs == nil {
 		m.Logs = []LogLine{}
+	}
+	if r.Usage != nil {
+		m.Usage = r.Usage.Message()
 	}
 	if r.HasError {
 		e := r.Error
@@ -98,6 +104,7 @@ func (m *ExecuteResultMessage) Result() *ExecuteResult {
 	if m.Error != nil {
 		r.Error, r.HasError = *m.Error, true
 	}
+	r.Usage = m.Usage.Usage()
 	return r
 }
 
@@ -130,6 +137,10 @@ func (m ExecuteResultMessage) MarshalJSON() ([]byte, error) {
 			h[i] = s
 		}
 		o = append(o, Member{"handles", h})
+	}
+	if u := m.Usage; u != nil {
+		o = append(o, Member{"usage", Object{{"runClockMs", u.RunClockMs}, {"cpuMs", u.CPUMs}, {"peakHeapBytes", u.PeakHeapBytes},
+			{"toolCalls", u.ToolCalls}, {"outboundRequests", u.OutboundRequests}, {"logBytes", u.LogBytes}}})
 	}
 	s, err := StringifyForDispatch(o)
 	return []byte(s), err

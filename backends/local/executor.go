@@ -9,6 +9,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/backends/local/sandbox"
 	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -73,15 +74,26 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 	if err != nil {
 		return failure(err.Error()), nil
 	}
+	queued := time.Now()
 	w, err := e.acquire(ctx, req.Tenant)
 	if err != nil {
 		return nil, err
 	}
+	wait := time.Since(queued)
+	e.traceStart(ctx, w, wait)
 	r := e.newRun(ctx, w, req, job)
 	if err := w.start(r); err != nil {
 		return nil, err
 	}
-	return e.await(ctx, r)
+	res, err := e.await(ctx, r)
+	if res != nil {
+		res.QueueWait = wait
+		if telemetry.Recording(ctx) {
+			telemetry.Execution(ctx, telemetry.RunClockMs.Float64(telemetry.Ms(res.RunClock)))
+			telemetry.NativeRequests(ctx, res.NativeRequests)
+		}
+	}
+	return res, err
 }
 
 // await waits for r's outcome, or for the caller to give up: then the run

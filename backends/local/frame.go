@@ -76,6 +76,10 @@ type message struct {
 	// OverLimit says the memory watchdog ended the run, or the retained
 	// session (invokeAnswer, ended).
 	OverLimit bool `json:"overLimit,omitempty"`
+	// CPUNanos and PeakHeap are the run's usage the gate measured
+	// (result).
+	CPUNanos int64 `json:"cpuNanos,omitempty"`
+	PeakHeap int64 `json:"peakHeap,omitempty"`
 	// Ended says a retained session is gone (invokeAnswer, ended): Err is
 	// the bound's text that ended it, empty when it was released.
 	Ended bool `json:"ended,omitempty"`

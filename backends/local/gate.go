@@ -35,10 +35,11 @@ type cpuGate struct {
 	ledger  *memLedger
 	runs    map[uint64]*gatedRun
 	holding bool
-	holder  uint64 // 0: the worker's own work
-	start   uint64 // allocated bytes when the slice began
-	mark    uint64 // allocated bytes when the slice was last accounted
-	cycles  uint64 // collections seen
+	holder  uint64        // 0: the worker's own work
+	start   uint64        // allocated bytes when the slice began
+	mark    uint64        // allocated bytes when the slice was last accounted
+	cycles  uint64        // collections seen
+	cpuAt   time.Duration // the process's CPU time when the slice began
 	timer   *time.Timer
 	armed   bool
 	// tuneGC: the worker's GC percentage follows its live heap
@@ -51,7 +52,8 @@ type cpuGate struct {
 type gatedRun struct {
 	limitMB   int
 	cancel    context.CancelCauseFunc
-	overLimit bool // the watchdog cancelled it with the memory text
+	overLimit bool          // the watchdog cancelled it with the memory text
+	cpu       time.Duration // the process's CPU time while it held the gate
 }
 
 func newCPUGate(page *gatePage, base int64) *cpuGate {
@@ -94,6 +96,17 @@ func (g *cpuGate) adopt(run uint64, cost int64) {
 	g.ledger.adopt(run, cost)
 }
 
+// usage is what run has used so far: the process's CPU time while it held
+// the gate, and the largest heap it was charged.
+func (g *cpuGate) usage(run uint64) (cpu time.Duration, peakHeap int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r := g.runs[run]; r != nil {
+		cpu = r.cpu
+	}
+	return cpu, g.ledger.peakOf(run)
+}
+
 // overLimit reports whether the watchdog ended run for its memory.
 func (g *cpuGate) overLimit(run uint64) bool {
 	g.mu.Lock()
@@ -122,6 +135,7 @@ func (g *cpuGate) enter(ctx context.Context, run uint64, left time.Duration) boo
 	g.holding, g.holder = true, run
 	a := readAllocs()
 	g.start, g.mark = a, a
+	g.cpuAt = processCPU()
 	if r := g.runs[run]; r != nil && r.overLimit {
 		// Already cancelled for its memory: it must stop now.
 		deadline, bound = now, boundMemory
@@ -144,6 +158,9 @@ func (g *cpuGate) leave() int64 {
 	g.mu.Lock()
 	end := g.account()
 	spent := int64(end - g.start)
+	if r := g.runs[g.holder]; r != nil {
+		r.cpu += processCPU() - g.cpuAt
+	}
 	g.holding, g.holder = false, 0
 	g.mu.Unlock()
 	// The page is cleared before the token goes, so that the next holder's

@@ -353,11 +353,12 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		return
 	}
 	overLimit := s.gate.overLimit(r.id)
+	cpu, peak := s.gate.usage(r.id)
 	host.finish()
 	s.forgetRun(r)
 	// A failed write means the parent is gone; the read loop sees stdin
 	// end and exits.
-	ans := &message{Kind: kindResult, Run: r.id, Result: res, OverLimit: overLimit}
+	ans := &message{Kind: kindResult, Run: r.id, Result: res, OverLimit: overLimit, CPUNanos: int64(cpu), PeakHeap: peak}
 	if err != nil {
 		// The sandbox broke (an INTERNAL fault): no envelope.
 		ans.Result, ans.Broken = nil, true
@@ -460,7 +461,8 @@ func (s *workerServer) serveRetained(ctx context.Context, r *hostedRun, kept *sa
 		return
 	default:
 	}
-	if s.send(&message{Kind: kindResult, Run: r.id, Result: res}) != nil {
+	cpu, peak := s.gate.usage(r.id)
+	if s.send(&message{Kind: kindResult, Run: r.id, Result: res, CPUNanos: int64(cpu), PeakHeap: peak}) != nil {
 		return
 	}
 	for {

@@ -35,6 +35,7 @@ type memCharge struct {
 	old   int64 // live at the last correction
 	young int64 // allocated since
 	limit int64 // the run's memory limit in bytes
+	peak  int64 // the largest old+young seen, for the run's usage
 }
 
 func newMemLedger(base int64) *memLedger {
@@ -62,6 +63,7 @@ func (l *memLedger) charge(run uint64, n int64) {
 	}
 	if c := l.runs[run]; c != nil {
 		c.young += n
+		c.peak = max(c.peak, c.old+c.young)
 		return
 	}
 	l.baseYoung += n
@@ -77,6 +79,15 @@ func (l *memLedger) adopt(run uint64, n int64) {
 	n = min(n, l.base)
 	l.base -= n
 	c.old += n
+	c.peak = max(c.peak, c.old+c.young)
+}
+
+// peakOf is the largest estimate run had.
+func (l *memLedger) peakOf(run uint64) int64 {
+	if c := l.runs[run]; c != nil {
+		return c.peak
+	}
+	return 0
 }
 
 // estimate is run's estimated memory: live at the last correction plus

@@ -37,6 +37,8 @@ type run struct {
 	// Host calls in flight in the parent, and the slots that bound them.
 	open  atomic.Int32
 	calls chan struct{}
+	// toolCalls counts the tool calls the run made, for its usage.
+	toolCalls atomic.Int32
 
 	// Set by the worker's watcher: the run settled to a fetch handler and
 	// its session lives on (granted), and then the retained execution
@@ -104,6 +106,9 @@ func (r *run) abandon() bool {
 // handles close. At most maxOpenHostCalls run at once, maxHostBacklog
 // more wait their turn, and a call past both is refused.
 func (r *run) hostCall(m *message, afterGrant bool) {
+	if m.Kind == kindDispatch && !afterGrant {
+		r.toolCalls.Add(1)
+	}
 	open := r.open.Add(1)
 	if open == 1 {
 		r.w.parked.Add(1)
@@ -270,6 +275,7 @@ func (d deathNote) fault() error {
 // died settles a run whose worker is gone, and returns the fault it met
 // (nil when a bound of its own ended it).
 func (r *run) died(d deathNote) error {
+	r.traceDeath(d)
 	r.runCancel()
 	r.heldCancel()
 	if h := r.held.Load(); h != nil {

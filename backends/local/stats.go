@@ -16,14 +16,16 @@ type Stats struct {
 	HandlesExpired int64 // retained executions closed at the idle bound
 
 	// Gauges, as they are at the moment of the call.
-	WorkersAlive int // worker processes alive or being started
-	Spares       int // warm worker processes no tenant holds yet
-	Busy         int // worker processes hosting at least one execution
-	Runs         int // executions on workers, retained ones included
-	Parked       int // executions waiting on their host (a tool call, an outbound request)
-	Retained     int // retained executions
-	Queued       int // executions waiting for room
-	Tenants      int // tenants holding a worker or waiting for one
+	WorkersAlive int    // worker processes alive or being started
+	Spares       int    // warm worker processes no tenant holds yet
+	Busy         int    // worker processes hosting at least one execution
+	Runs         int    // executions on workers, retained ones included
+	Parked       int    // executions waiting on their host (a tool call, an outbound request)
+	Retained     int    // retained executions
+	Queued       int    // executions waiting for room
+	Tenants      int    // tenants holding a worker or waiting for one
+	MemoryBytes  uint64 // resident memory of the worker processes, as last polled
+	MaxWorkers   int    // the ceiling of worker processes
 }
 
 type stats struct {
@@ -58,7 +60,9 @@ func (e *Executor) Stats() Stats {
 		out.Runs += w.runs
 		out.Retained += w.retained
 		out.Parked += int(w.parked.Load())
+		out.MemoryBytes += w.rss.Load()
 	}
+	out.MaxWorkers = e.opts.MaxWorkers
 	for _, t := range e.pool.tenants {
 		if len(t.workers) > 0 || len(t.queue) > 0 {
 			out.Tenants++

@@ -199,6 +199,7 @@ func (w *worker) result(r *run, m *message) {
 		w.e.stats.heapLimits.Add(1)
 	}
 	r.runCancel()
+	m.Result.Usage = r.usageOf(m.Result, m)
 	r.granted = len(m.Result.Handles) > 0 && r.req.RetainHandles
 	if !r.granted {
 		w.forget(r)

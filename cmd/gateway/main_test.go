@@ -197,7 +197,7 @@ func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
 	}
 	// A file the gateway would refuse is refused through reload too.
 	os.WriteFile(path, append(withAdmin, []byte("bogus: 1\n")...), 0o600)
-	want := fmt.Sprintf("gateway reload: refused; the running configuration stays:\n%s:%d: bogus: unknown key; the keys here are: listen, tls, admin, log, connections, drainTimeout, limits, backends, jwt, tenants, routes, pins, executionIds\n",
+	want := fmt.Sprintf("gateway reload: refused; the running configuration stays:\n%s:%d: bogus: unknown key; the keys here are: listen, tls, admin, log, connections, drainTimeout, limits, backends, jwt, tenants, routes, pins, executionIds, tracing\n",
 		path, bytes.Count(withAdmin, []byte("\n"))+1)
 	if code, _, errOut := runCmd("reload", "--config", path); code != 1 || errOut != want {
 		t.Fatalf("reload of a bad file: %d\n%q\nwant\n%q", code, errOut, want)

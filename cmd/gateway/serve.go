@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/connlimit"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
+	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -63,12 +66,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	override(cfg)
 	logger := newLogger(cfg.Log, stderr)
-	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override})
+	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: runningVersion()})
 	if err != nil {
-		fmt.Fprintln(stderr, "gateway serve:", err)
+		logger.Error("gateway serve failed", "error", err)
 		return 1
 	}
 	defer gw.Close()
+	logger.Info("gateway starting", "version", runningVersion(), "go", runtime.Version(), "protocol", protocol.ProtocolVersion,
+		"config", *cfgPath, "configDigest", cfg.Digest)
 	// SIGHUP re-reads the file; an invalid one is refused with a log line.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -81,22 +86,22 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	guard := connlimit.Options{MaxUnauthenticated: cfg.Connections.MaxUnauthenticated, Reserve: cfg.DescriptorReserve(runtime.NumCPU())}
 	ln, scheme, err := listenMaybeTLS(cfg.Listen, gw.TLSConfig(), &guard)
 	if err != nil {
-		fmt.Fprintln(stderr, "gateway serve:", err)
+		logger.Error("gateway serve failed", "error", err)
 		return 1
 	}
 	idle := cfg.Connections.IdleTimeout.Std()
 	srv := newServer(gw.Handler(), idle)
-	adminSrv, err := serveAdmin(cfg.Admin.Listen, gw.AdminTLSConfig(), gw.AdminHandler(), idle, stdout)
+	adminSrv, err := serveAdmin(cfg.Admin.Listen, gw.AdminTLSConfig(), gw.AdminHandler(), idle, stdout, cfg.Log.Format)
 	if err != nil {
-		fmt.Fprintln(stderr, "gateway serve: admin listener:", err)
+		logger.Error("gateway serve failed: admin listener", "error", err)
 		return 1
 	}
 	// Tests and scripts read the addresses from these lines.
-	fmt.Fprintf(stdout, "gateway listening on %s://%s\n", scheme, ln.Addr())
+	announce(stdout, cfg.Log.Format, "gateway listening on", fmt.Sprintf("%s://%s", scheme, ln.Addr()))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if !serveUntil(ctx, srv, ln, stderr) {
+	if !serveUntil(ctx, srv, ln, logger) {
 		return 1
 	}
 	// Draining: readiness fails at once and the listener stops accepting;
@@ -199,7 +204,7 @@ func reloadURL(admin, cfgPath string) (string, error) {
 // serveAdmin serves an admin handler on addr, in the background, and
 // prints where; an empty addr serves nothing (and the nil server it
 // returns shuts down as a no-op).
-func serveAdmin(addr string, tc *tls.Config, h http.Handler, idle time.Duration, stdout io.Writer) (*adminServer, error) {
+func serveAdmin(addr string, tc *tls.Config, h http.Handler, idle time.Duration, stdout io.Writer, format string) (*adminServer, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -210,7 +215,7 @@ func serveAdmin(addr string, tc *tls.Config, h http.Handler, idle time.Duration,
 	srv := newServer(h, idle)
 	go srv.Serve(ln)
 	// Tests and scripts read the address from this line.
-	fmt.Fprintf(stdout, "admin listening on %s://%s\n", scheme, ln.Addr())
+	announce(stdout, format, "admin listening on", fmt.Sprintf("%s://%s", scheme, ln.Addr()))
 	return &adminServer{srv}, nil
 }
 
@@ -235,12 +240,12 @@ func shutdown(logger *slog.Logger, grace time.Duration, srv *http.Server, admin 
 
 // serveUntil serves srv on ln until ctx ends (true: the caller stops it),
 // or until serving fails (false, said on stderr).
-func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, stderr io.Writer) bool {
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Logger) bool {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
-		fmt.Fprintln(stderr, "gateway serve:", err)
+		logger.Error("gateway serve failed", "error", err)
 		return false
 	case <-ctx.Done():
 		return true
@@ -262,6 +267,24 @@ func listenMaybeTLS(addr string, tc *tls.Config, guard *connlimit.Options) (net.
 		return ln, "http", nil
 	}
 	return tls.NewListener(ln, tc), "https", nil
+}
+
+// runningVersion is the version `gateway version` prints, for metrics,
+// spans and the start-up line.
+func runningVersion() string {
+	info, _ := debug.ReadBuildInfo()
+	return buildVersion(version, info)
+}
+
+// announce writes where a listener listens to stdout, for tests and
+// scripts: a plain line, or, when the log is JSON, a JSON line whose
+// message is the same text, so that stdout holds one format.
+func announce(stdout io.Writer, format, what, url string) {
+	if format == "json" {
+		slog.New(slog.NewJSONHandler(stdout, nil)).Info(what+" "+url, "url", url)
+		return
+	}
+	fmt.Fprintf(stdout, "%s %s\n", what, url)
 }
 
 // newServer is the HTTP server of a listener: headers within ten seconds,
@@ -341,6 +364,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	workerUser := fs.String("worker-user", "", "who worker processes run as when this runs as root: a user name or uid:gid (default 65534:65534, nobody)")
 	noSeccomp := fs.Bool("disable-seccomp", false, "start worker processes without their system-call filter (a kernel without seccomp)")
 	fs.Bool("executor-server", true, "serve ExecutorApi on the local backend instead of a gateway configuration")
+	tracing := fs.Bool("tracing", false, "export OpenTelemetry traces over OTLP/HTTP, configured by the standard OTEL_* environment variables")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -378,10 +402,17 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	exec := gateway.NewExecutorServer(pl, logger)
 	defer exec.Close()
+	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion()})
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway serve:", err)
+		return 1
+	}
+	defer tr.Shutdown(context.Background())
 	api := executorapi.NewServer(exec, executorapi.ServerOptions{
 		ResponseLimit: *responseLimit,
 		Session: capnweb.Options{MaxMessageSize: *readLimit, MaxExports: *maxCalls,
 			Memory: capnweb.NewMemoryBudget(*wireMemory << 20)},
+		Tracing: tr,
 	})
 	defer api.Close()
 
@@ -393,7 +424,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	idle := time.Duration(config.DefaultIdleTimeout)
-	adminSrv, err := serveAdmin(*admin, nil, exec.AdminHandler(), idle, stdout)
+	adminSrv, err := serveAdmin(*admin, nil, exec.AdminHandler(), idle, stdout, "text")
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve: admin listener:", err)
 		return 1
@@ -407,7 +438,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	srv := newServer(mux, idle)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if !serveUntil(ctx, srv, ln, stderr) {
+	if !serveUntil(ctx, srv, ln, logger) {
 		return 1
 	}
 	exec.Stop()

@@ -41,10 +41,15 @@ type Config struct {
 	Pins Pins `yaml:"pins"`
 	// ExecutionIDs configures the ids clients see for retained executions.
 	ExecutionIDs ExecutionIDs `yaml:"executionIds"`
+	// Tracing exports OpenTelemetry traces; off by default.
+	Tracing Tracing `yaml:"tracing"`
 
 	// Dir is the directory of the file, against which relative paths in
 	// it are resolved. Set by Load.
 	Dir string `yaml:"-"`
+	// Digest names the file's bytes in logs (the first 16 hex digits of
+	// their SHA-256). Set by Parse.
+	Digest string `yaml:"-"`
 }
 
 // Admin is the operator's listener: /metrics, /healthz, /readyz.
@@ -390,3 +395,40 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // Std is the duration as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// Tracing configures OpenTelemetry traces, exported over OTLP. Off by
+// default; the standard OTEL_* environment variables fill in what the file
+// leaves out.
+type Tracing struct {
+	// Enabled turns tracing on.
+	Enabled bool `yaml:"enabled"`
+	// Endpoint is the collector's URL: over HTTP its OTLP traces URL (a
+	// URL without a path gets /v1/traces), over gRPC its address (http://
+	// for plain text). Empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+	// OTEL_EXPORTER_OTLP_ENDPOINT, else localhost on 4318 or 4317.
+	Endpoint string `yaml:"endpoint"`
+	// Protocol is the OTLP transport: "http/protobuf" (the default) or
+	// "grpc".
+	Protocol string `yaml:"protocol"`
+	// SampleRatio samples this share of new traces, from 0 to 1; a
+	// caller's sampling decision is followed. Absent: OTEL_TRACES_SAMPLER,
+	// else every trace.
+	SampleRatio *float64 `yaml:"sampleRatio"`
+	// Headers are sent with every export, each value read from an
+	// environment variable (a collector's credential).
+	Headers []TracingHeader `yaml:"headers"`
+	// ServiceName is the service.name of the spans; default
+	// codemode-gateway. OTEL_SERVICE_NAME wins.
+	ServiceName string `yaml:"serviceName"`
+	// RecordDigests adds the sizes and SHA-256 digests of program text,
+	// tool arguments and tool results to spans; never the text itself.
+	RecordDigests bool `yaml:"recordDigests"`
+}
+
+// TracingHeader is one header of the exports, its value from the
+// environment.
+type TracingHeader struct {
+	Name string `yaml:"name"`
+	// ValueEnv names the environment variable that holds the value.
+	ValueEnv string `yaml:"valueEnv"`
+}

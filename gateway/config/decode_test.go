@@ -123,7 +123,7 @@ routes:
   - {path: /v2/executor, kind: executor, allowedOrigins: *origins}
 `
 	_, err := Parse("c.yaml", []byte(src), noEnv)
-	want := `c.yaml:2: x-defaults: unknown key; the keys here are: listen, tls, admin, log, connections, drainTimeout, limits, backends, jwt, tenants, routes, pins, executionIds`
+	want := `c.yaml:2: x-defaults: unknown key; the keys here are: listen, tls, admin, log, connections, drainTimeout, limits, backends, jwt, tenants, routes, pins, executionIds, tracing`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
 	}
@@ -195,7 +195,7 @@ func TestProblemsAreListedUpToAHundred(t *testing.T) {
 	}
 	_, err := Parse("c.yaml", []byte(b.String()), noEnv)
 	lines := strings.Split(fmt.Sprint(err), "\n")
-	if len(lines) != 101 || lines[99] != "c.yaml:100: unknown99: unknown key; the keys here are: listen, tls, admin, log, connections, drainTimeout, limits, backends, jwt, tenants, routes, pins, executionIds" ||
+	if len(lines) != 101 || lines[99] != "c.yaml:100: unknown99: unknown key; the keys here are: listen, tls, admin, log, connections, drainTimeout, limits, backends, jwt, tenants, routes, pins, executionIds, tracing" ||
 		lines[100] != "c.yaml: and 54 more problems" {
 		t.Fatalf("got %d lines, ending:\n%s", len(lines), strings.Join(lines[max(0, len(lines)-2):], "\n"))
 	}

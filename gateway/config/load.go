@@ -2,6 +2,8 @@ package config
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
@@ -154,6 +156,7 @@ func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error)
 		return nil, decoded
 	}
 	cfg.Dir = filepath.Dir(file)
+	cfg.Digest = digestOf(data)
 	v := &validator{file: file, lines: lines, getenv: getenv, numCPU: numCPU, inherited: leftOut(&cfg)}
 	cfg.applyDefaults()
 	v.validate(&cfg)
@@ -298,4 +301,11 @@ func lineOf(lines map[string]int, path string) int {
 		path = path[:i]
 	}
 	return 0
+}
+
+// digestOf names a configuration's bytes in logs: the first 16 hex digits
+// of their SHA-256, enough to tell which file a replica serves.
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }

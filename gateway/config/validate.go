@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -84,6 +85,7 @@ func (v *validator) validate(c *Config) {
 		v.add("drainTimeout", "must not be negative")
 	}
 	v.limits(c.Limits)
+	v.tracing(c.Tracing)
 	if c.Pins.Size < 0 {
 		v.add("pins.size", "must not be negative")
 	}
@@ -478,4 +480,32 @@ func (c *Config) Resolve(p string) string {
 		return p
 	}
 	return filepath.Join(c.Dir, p)
+}
+
+func (v *validator) tracing(t Tracing) {
+	if t.Endpoint != "" {
+		if _, err := telemetry.EndpointURL(t.Endpoint); err != nil {
+			v.add("tracing.endpoint", "%s", strings.TrimPrefix(err.Error(), "tracing: "))
+		}
+	}
+	switch t.Protocol {
+	case "", telemetry.ProtocolHTTP, telemetry.ProtocolGRPC:
+	default:
+		v.add("tracing.protocol", "%q is not an OTLP protocol this gateway speaks; use %s or %s", t.Protocol, telemetry.ProtocolHTTP, telemetry.ProtocolGRPC)
+	}
+	if r := t.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
+		v.add("tracing.sampleRatio", "%v is not a share of traces; use a number from 0 to 1", *r)
+	}
+	for i, h := range t.Headers {
+		p := fmt.Sprintf("tracing.headers[%d]", i)
+		if !tokenPattern.MatchString(h.Name) {
+			v.add(p+".name", "%q is not an HTTP header name", h.Name)
+		}
+		switch {
+		case h.ValueEnv == "":
+			v.add(p+".valueEnv", "is required: the environment variable that holds the header's value")
+		case v.getenv(h.ValueEnv) == "":
+			v.add(p+".valueEnv", "environment variable %s is not set; it must hold the value of header %s", h.ValueEnv, h.Name)
+		}
+	}
 }

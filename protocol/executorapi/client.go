@@ -59,6 +59,7 @@ func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 		}
 		return nil, err
 	}
+	opts = withTraceContext(ctx, opts)
 	var dispatch any // null when the request carries no tools
 	if req.Dispatch != nil {
 		dispatch = dispatchFunc(req.Dispatch)

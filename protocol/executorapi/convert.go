@@ -402,6 +402,9 @@ func resultToWire(m protocol.ExecuteResultMessage) capnweb.Object {
 		}
 		o = append(o, capnweb.Field{Key: "handles", Value: handles})
 	}
+	if u := m.Usage; u != nil {
+		o = append(o, capnweb.Field{Key: "usage", Value: usageToWire(u)})
+	}
 	return o
 }
 
@@ -453,6 +456,7 @@ func resultFromWire(v any) (*protocol.ExecuteResult, error) {
 			r.Handles = append(r.Handles, s)
 		}
 	}
+	r.Usage = usageFromWire(m["usage"])
 	return r, nil
 }
 

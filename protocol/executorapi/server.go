@@ -7,6 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
@@ -28,6 +31,9 @@ type ServerOptions struct {
 	AllowBeforeHandshake bool
 	// Session configures the capnweb sessions ServeHTTP accepts.
 	Session capnweb.Options
+	// Tracing makes spans of connections, executions, tool calls, outbound
+	// requests and handle invocations; nil makes none.
+	Tracing *telemetry.Tracing
 }
 
 // Server exposes a protocol.Executor as the contract's ExecutorApi. Handles
@@ -68,6 +74,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if opts.BaseContext == nil {
 		opts.BaseContext = r.Context()
 	}
+	var span trace.Span
+	opts.BaseContext, span = s.connectionContext(opts.BaseContext, r)
+	defer span.End()
 	sess, err := capnweb.Accept(w, r, s.Target(), opts)
 	if err != nil {
 		return // Accept has written the HTTP error
@@ -184,11 +193,17 @@ func arg(args []any, i int) any {
 	return capnweb.Undefined
 }
 
-func (s *Server) execute(ctx context.Context, args []any) (any, error) {
+func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	code, ok := arg(args, 0).(string)
 	if !ok {
 		return nil, shapeError("execute: code must be a string")
 	}
+	tc, err := traceContextOf(arg(args, 2))
+	if err != nil {
+		return nil, err
+	}
+	ctx, span := s.opts.Tracing.StartCall(ctx, telemetry.SpanExecute, tc, s.opts.Tracing.CodeAttributes(code)...)
+	defer func() { telemetry.EndCall(span, err) }()
 	req := &protocol.ExecuteRequest{Code: code}
 	providers, err := providersFromWire(arg(args, 1))
 	if err != nil {
@@ -206,7 +221,7 @@ func (s *Server) execute(ctx context.Context, args []any) (any, error) {
 	}
 	switch d := arg(args, 3).(type) {
 	case *capnweb.Stub:
-		req.Dispatch = stubDispatch(d)
+		req.Dispatch = s.tracedDispatch(span, stubDispatch(d))
 	default:
 		if !isAbsent(d) {
 			return nil, shapeError("execute: dispatch must be a function or null")
@@ -247,18 +262,24 @@ func (s *Server) execute(ctx context.Context, args []any) (any, error) {
 				dup.Release()
 			}
 		}
-		req.Outbound = protocol.OutboundVia(stubOutbound(st))
+		req.Outbound = protocol.OutboundVia(s.tracedOutbound(span, stubOutbound(st)))
 	default:
 		return nil, protocolMismatch("execute: unknown outboundMode %q; this server speaks 'native', 'stub' and 'disabled'", mode)
 	}
 
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.BytesIn.Int(requestBytes(req)))
+	}
 	res, err := s.exec.Execute(ctx, req)
 	if err != nil {
 		kept.Release()
 		return nil, err
 	}
 	msg := protocol.ResultMessageOf(res)
-	if size, err := wireSize(msg); err != nil || size > s.opts.ResponseLimit {
+	size, err := wireSize(msg)
+	span.SetAttributes(telemetry.BytesOut.Int(size))
+	telemetry.RecordUsage(span, res.Usage)
+	if err != nil || size > s.opts.ResponseLimit {
 		kept.Release()
 		if res.ExecutionID != "" {
 			_ = s.exec.CloseHandles(context.WithoutCancel(ctx), res.ExecutionID)
@@ -284,12 +305,14 @@ func wireSize(m protocol.ExecuteResultMessage) (int, error) {
 	return len(b), err
 }
 
-func (s *Server) invokeHandle(ctx context.Context, args []any) (any, error) {
+func (s *Server) invokeHandle(ctx context.Context, args []any) (_ any, err error) {
 	id, ok1 := arg(args, 0).(string)
 	handle, ok2 := arg(args, 1).(string)
 	if !ok1 || !ok2 {
 		return nil, shapeError("invokeHandle: executionId and handleName must be strings")
 	}
+	ctx, span := s.opts.Tracing.StartCall(ctx, telemetry.SpanInvokeHandle, telemetry.TraceContext{}, telemetry.HandleName.String(handle))
+	defer func() { telemetry.EndCall(span, err) }()
 	req, err := requestFromWire(arg(args, 2))
 	if err != nil {
 		return nil, err

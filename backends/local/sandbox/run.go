@@ -577,6 +577,7 @@ func (s *session) finish() *protocol.ExecuteResult {
 	}
 	if s.platform != nil {
 		res.OutboundRequests = s.platform.Requests()
+		res.NativeRequests = s.platform.NativeRequests()
 	}
 	return &res
 }

@@ -3,7 +3,9 @@ package webplatform
 import (
 	"context"
 	"encoding/base64"
+	neturl "net/url"
 	"strconv"
+	"time"
 
 	"github.com/dop251/goja"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -128,8 +130,11 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 			client := p.native
 			waitDone = p.loop.GuestWork()
 			go func() {
+				began := time.Now()
 				res, err := client.do(ctx, req, redirect)
+				took := time.Since(began)
 				p.loop.Post(func() {
+					p.performedOne(req, began, took, res.resp.Status, err)
 					if err != nil {
 						finish(callback(onError, err.Error()))
 						return
@@ -186,3 +191,19 @@ type panicError struct{}
 func (panicError) Error() string { return "it broke while handling the request" }
 
 var errPanicked error = panicError{}
+
+// performedOne records a native request for the run's spans: its method,
+// host, status and times, never its query, headers or body.
+func (p *platform) performedOne(req protocol.OutboundRequest, began time.Time, took time.Duration, status int, err error) {
+	if len(p.performed) >= protocol.MaxTracedRequests {
+		return
+	}
+	host := ""
+	if u, perr := neturl.Parse(req.URL); perr == nil {
+		host = u.Hostname()
+	}
+	if err != nil {
+		status = 0
+	}
+	p.performed = append(p.performed, protocol.NativeRequest{Method: req.Method, Host: host, Status: status, Start: began, Duration: took})
+}

@@ -85,6 +85,8 @@ type platform struct {
 	inflight int
 	queued   []func()
 	sent     int // requests that left, in either mode
+	// performed are the first native requests, for the run's spans.
+	performed []protocol.NativeRequest
 }
 
 // Platform is the Go side of one runtime's installed web platform: the
@@ -100,6 +102,11 @@ type Platform struct {
 // stub or the native mode), past the checks that refuse one before it
 // leaves. Call it on the loop goroutine.
 func (pl *Platform) Requests() int { return pl.p.sent }
+
+// NativeRequests are the first protocol.MaxTracedRequests requests the
+// native mode performed, for the execution's spans. Call it on the loop
+// goroutine.
+func (pl *Platform) NativeRequests() []protocol.NativeRequest { return pl.p.performed }
 
 // Install defines the web platform's globals in vm (see the package
 // documentation for the list). Call it on the loop goroutine, once, after

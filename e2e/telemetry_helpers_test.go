@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
+)
+
+// exportSoon makes the processes of a tracing test export their spans
+// within 50 ms rather than the standard 5 s.
+const exportSoon = "OTEL_BSP_SCHEDULE_DELAY=50"
+
+// tracedGateway runs a gateway that traces to rcv, with tenant alpha on
+// the local group and tenant far on a remote group whose one member is the
+// executor server at memberURL. It returns the gateway and each tenant's
+// key.
+func tracedGateway(t *testing.T, rcv *otlptest.Receiver, memberURL, memberKey, far string) (*runningGateway, map[string]string) {
+	t.Helper()
+	keys, hashes := map[string]string{}, map[string]string{}
+	for _, name := range []string{"alpha", far} {
+		keys[name], hashes[name] = newKey(t)
+	}
+	gw := startGatewayProcess(t, fmt.Sprintf(`listen: 127.0.0.1:0
+tracing: {enabled: true, endpoint: %s}
+backends:
+  - {name: local, type: local, local: {maxWorkers: 2}}
+  - {name: far, type: remote, remote: {members: [{url: %q, keyEnv: MEMBER_KEY}]}}
+tenants:
+  - {name: alpha, backend: local, keys: [{name: alpha-key, hash: %s}]}
+  - {name: %s, backend: far, keys: [{name: far-key, hash: %s}]}
+routes:
+  - {path: /v1/executor, kind: executor}
+`, rcv.URL(), memberURL, hashes["alpha"], far, hashes[far]), "MEMBER_KEY="+memberKey, exportSoon)
+	return gw, keys
+}
+
+// dialExecutor connects to the executor route of the gateway at
+// gatewayURL (http://) with key, sending header's entries with the upgrade;
+// the connection closes with the test.
+func dialExecutor(t *testing.T, ctx context.Context, gatewayURL, key string, header http.Header) *remote.Executor {
+	t.Helper()
+	h := header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Authorization", "Bearer "+key)
+	ex, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(gatewayURL, "http")+"/v1/executor", remote.Options{Header: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return ex
+}

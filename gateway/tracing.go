@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/telemetry"
+)
+
+// startTracing starts the tracer provider the configuration asks for; nil
+// (no spans, no cost) when tracing is off.
+func startTracing(c config.Tracing, getenv config.Getenv, version string) (*telemetry.Tracing, error) {
+	s := telemetry.Settings{Enabled: c.Enabled, Protocol: c.Protocol, Endpoint: c.Endpoint, SampleRatio: c.SampleRatio,
+		ServiceName: c.ServiceName, Version: version, RecordDigests: c.RecordDigests}
+	if len(c.Headers) > 0 {
+		s.Headers = map[string]string{}
+		for _, h := range c.Headers {
+			s.Headers[h.Name] = getenv(h.ValueEnv)
+		}
+	}
+	return telemetry.Start(s)
+}
+
+// stopTracing exports the spans still buffered, for at most five seconds.
+func (g *Gateway) stopTracing() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return g.tracing.Shutdown(ctx)
+}
+
+type connectionIDKey struct{}
+
+// withConnectionID lets the calls of a connection name it in their log
+// lines.
+func withConnectionID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, connectionIDKey{}, id)
+}
+
+// logIDs are the ids that join an execution's log line to its connection's
+// and to its trace.
+func logIDs(ctx context.Context) []any {
+	var out []any
+	if id, ok := ctx.Value(connectionIDKey{}).(string); ok {
+		out = append(out, slog.String("connection", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		out = append(out, slog.String("trace", sc.TraceID().String()))
+	}
+	return out
+}
+
+// millis is a duration as the logs write it: milliseconds.
+func millis(d time.Duration) float64 { return telemetry.Ms(d) }
