@@ -20,6 +20,7 @@ import type {
   ExecuteRequest,
   ExecuteResult,
   Executor,
+  Usage,
   ExecutorApi,
   OutboundMode,
   OutboundRequestMessage,
@@ -89,6 +90,23 @@ function toArrayBuffer(body: ArrayBuffer | ArrayBufferView | string | null | und
 
 function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
+}
+
+/**
+ * The usage a result message carries, or undefined when it carries none or
+ * one this client cannot read (a member missing, negative or not a finite
+ * number): another server's usage is ignored, not an error, as in Go.
+ */
+function readUsage(u: unknown): Usage | undefined {
+  if (typeof u !== 'object' || u === null) return undefined
+  const keys = ['runClockMs', 'cpuMs', 'peakHeapBytes', 'toolCalls', 'outboundRequests', 'logBytes'] as const
+  const out: Partial<Usage> = {}
+  for (const k of keys) {
+    const v = (u as Record<string, unknown>)[k]
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) return undefined
+    out[k] = v
+  }
+  return out as Usage
 }
 
 /** Settles with promise, or rejects with the signal's reason once it aborts. */
@@ -271,6 +289,8 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
     if (request.countHostWaits !== undefined) callOptions.countHostWaits = request.countHostWaits
     if (request.retainHandles !== undefined) callOptions.retainHandles = request.retainHandles
     if (request.modules !== undefined) callOptions.modules = Object.entries(request.modules)
+    if (options?.traceparent !== undefined) callOptions.traceparent = options.traceparent
+    if (options?.tracestate !== undefined) callOptions.tracestate = options.tracestate
 
     let active = true
     let dispatch: ToolDispatchFn | null = null
@@ -301,6 +321,8 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
         result.executionId = message.executionId
         result.handles = message.handles ?? []
       }
+      const usage = readUsage(message.usage)
+      if (usage) result.usage = usage
       return result
     } finally {
       active = false

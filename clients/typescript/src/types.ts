@@ -77,6 +77,26 @@ export type ExecuteResult = {
   executionId?: string
   /** The handle names invokeHandle accepts. */
   handles?: string[]
+  /** What the execution used, when the executor reports it (the gateway's extension). */
+  usage?: Usage
+}
+
+/**
+ * What one execution used: the optional `usage` member of the result
+ * message, an extension of the contract that this gateway's executors
+ * send and other clients ignore. Durations are milliseconds.
+ */
+export type Usage = {
+  /** Time on the run clock (host waits excluded unless countHostWaits). */
+  runClockMs: number
+  /** CPU time the executor spent while the run held it, garbage collection included. */
+  cpuMs: number
+  /** The largest heap the run was charged, as its memory limit is enforced (bounds the live peak from above). */
+  peakHeapBytes: number
+  toolCalls: number
+  outboundRequests: number
+  /** Bytes of console text captured. */
+  logBytes: number
 }
 
 /** The contract's in-language executor. */
@@ -93,6 +113,9 @@ export type ExecuteCallOptions = {
   countHostWaits?: boolean
   retainHandles?: boolean
   modules?: Array<[string, ModuleSource]>
+  /** W3C Trace Context of the caller (the gateway's extension; other servers ignore it). */
+  traceparent?: string
+  tracestate?: string
 }
 
 /** What `ExecutorApi.execute` returns: the run's value as the JSON text the isolate produced. */
@@ -102,6 +125,7 @@ export type ExecuteResultMessage = {
   logs?: LogLine[]
   executionId?: string
   handles?: string[]
+  usage?: Usage
 }
 
 /**
@@ -127,6 +151,13 @@ export type ExecutorApi = {
 export type CallOptions = {
   /** Aborting rejects the call at once with the signal's reason. */
   signal?: AbortSignal
+  /**
+   * The caller's W3C Trace Context for this execution (execute only): the
+   * gateway's spans for it join that trace. Take it from your tracer, for
+   * example with OpenTelemetry's propagation.inject into a carrier.
+   */
+  traceparent?: string
+  tracestate?: string
 }
 
 /** An executor's execute, with the per-call options RemoteExecutor takes; what the adapters need. */

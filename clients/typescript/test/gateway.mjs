@@ -2,6 +2,7 @@
 // test that runs these tests set it, else the repository's bin/gateway
 // (make build). The gateway serves one tenant on its embedded local backend
 // with a fresh key, at a free loopback port it keeps across restarts.
+import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdtempSync, writeFileSync, existsSync } from 'node:fs'
@@ -107,4 +108,13 @@ export async function connectToNewGateway(options) {
 export async function stopGateway({ gw, executor }) {
   await executor?.dispose()
   await gw?.kill()
+}
+
+// The contract's part of an execute result, for whole comparisons: usage,
+// the gateway's extension, must be on it and is checked by a test of its own.
+export function contractPart(result) {
+  const { usage, ...rest } = result
+  assert.equal(typeof usage, 'object', 'the gateway reports usage')
+  assert.notEqual(usage, null)
+  return rest
 }

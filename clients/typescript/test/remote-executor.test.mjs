@@ -7,12 +7,14 @@ import {
   RemoteExecutor, ExecutorFault, HandlesClosedError, ExecutionTimeoutError, OutboundDisabledError,
   ToolNotFoundError, HandleNotFoundError, createEnvelopeDispatch, COMPLETED_TEXT,
 } from '../dist/index.js'
-import { connectToNewGateway, stopGateway } from './gateway.mjs'
+import { connectToNewGateway, contractPart, stopGateway } from './gateway.mjs'
 
 let gw
 let executor
 before(async () => ({ gw, executor } = await connectToNewGateway()))
 after(() => stopGateway({ gw, executor }))
+
+const execute = async (request, options) => contractPart(await executor.execute(request, options))
 
 const greeter = { greeter: `export const greet = (name) => 'hello ' + name` }
 
@@ -30,7 +32,7 @@ const examples = [
     { result: null, logs: [{ level: 'log', text: 'a 1' }, { level: 'warn', text: 'w' }, { level: 'error', text: 'e' }] }],
 ]
 for (const [name, request, want] of examples) {
-  test(`contract: ${name}`, async () => assert.deepEqual(await executor.execute(request), want))
+  test(`contract: ${name}`, async () => assert.deepEqual(await execute(request), want))
 }
 
 test('contract: an arrow on the import line is a syntax error in the entry module', async () => {
@@ -49,7 +51,7 @@ test('contract: every call reaches the dispatch, declared or not', async () => {
     providers: [{ name: 'store', tools: ['listOrders'] }],
     dispatch: createEnvelopeDispatch({ active: true }, (provider, tool) => { seen.push([provider, tool]); return null }),
   }
-  assert.deepEqual(await executor.execute(request), { result: 'every call reached the dispatch', logs: [] })
+  assert.deepEqual(await execute(request), { result: 'every call reached the dispatch', logs: [] })
   assert.deepEqual(seen, [['store', 'listOrders'], ['store', 'deleteOrders'], ['crm', 'listOrders']])
 })
 
@@ -65,7 +67,7 @@ test('contract: envelopes from createEnvelopeDispatch reach the program, thrown 
       throw new ToolNotFoundError(tool)
     }),
   })
-  assert.deepEqual(r, { result: { order: { name: 'ada', total: 42, receipt: new Uint8Array([7]) }, failure: 'Tool "missing" not found' }, logs: [] })
+  assert.deepEqual(contractPart(r), { result: { order: { name: 'ada', total: 42, receipt: new Uint8Array([7]) }, failure: 'Tool "missing" not found' }, logs: [] })
 })
 
 test('contract: the timeout and outbound texts arrive as their classes compose them', async () => {
@@ -85,7 +87,7 @@ test('contract: a function as outbound gets the serialized exchange', async () =
       return { status: 201, statusText: 'Created', headers: [['content-type', 'text/plain']], body: new TextEncoder().encode('made') }
     },
   })
-  assert.deepEqual(r, { result: [201, 'Created', 'made'], logs: [] })
+  assert.deepEqual(contractPart(r), { result: [201, 'Created', 'made'], logs: [] })
   assert.deepEqual(seen, [['POST', 'https://api.example/items', 'one']])
 })
 
@@ -143,7 +145,7 @@ test('an aborted call rejects at once with the reason, and later tool calls get 
   }
   // Without an abort the program makes both calls.
   const control = new AbortController()
-  assert.deepEqual(await executor.execute({ ...program, dispatch: async (_p, tool) => { answered.push(tool); return '{"result":2}' } }, { signal: control.signal }), { result: 2, logs: [] })
+  assert.deepEqual(await execute({ ...program, dispatch: async (_p, tool) => { answered.push(tool); return '{"result":2}' } }, { signal: control.signal }), { result: 2, logs: [] })
   assert.deepEqual(answered.splice(0), ['first', 'second'])
 
   const run = executor.execute({ ...program, dispatch }, { signal: controller.signal })
@@ -154,7 +156,7 @@ test('an aborted call rejects at once with the reason, and later tool calls get 
   await afterFirst
   assert.deepEqual(answered, ['first'], 'the caller\'s dispatch saw no call after the abort')
   // The connection is still good for the next execution.
-  assert.deepEqual(await executor.execute({ code: 'async () => 5' }), { result: 5, logs: [] })
+  assert.deepEqual(await execute({ code: 'async () => 5' }), { result: 5, logs: [] })
   await assert.rejects(executor.execute({ code: 'async () => 1' }, { signal: AbortSignal.abort() }), (err) => err.name === 'AbortError')
 })
 
@@ -170,7 +172,7 @@ test('a wrong key is CONNECTION_REJECTED before anything runs', async () => {
 test('the subprotocol credential works from Node too', async () => {
   const viaSubprotocol = await RemoteExecutor.connect({ url: gw.url, apiKey: gw.key, credential: 'subprotocol' })
   try {
-    assert.deepEqual(await viaSubprotocol.execute({ code: 'async () => "through the subprotocol"' }), { result: 'through the subprotocol', logs: [] })
+    assert.deepEqual(contractPart(await viaSubprotocol.execute({ code: 'async () => "through the subprotocol"' })), { result: 'through the subprotocol', logs: [] })
   } finally {
     await viaSubprotocol.dispose()
   }
@@ -224,7 +226,7 @@ test('the gateway restarts: calls in flight fail with CONNECTION_BROKEN and are 
     })
     await gw.start()
     const r = await own.execute({ code: 'async () => "after the restart"' })
-    assert.deepEqual(r, { result: 'after the restart', logs: [] })
+    assert.deepEqual(contractPart(r), { result: 'after the restart', logs: [] })
     assert.equal(calls, 1, 'the broken execution was not replayed')
   } finally {
     await own.dispose()
@@ -245,6 +247,21 @@ test('a call while nothing listens fails with CONNECTION_REJECTED after its atte
     await own.dispose()
     await gw.start()
   }
+})
+
+test('usage reports what the execution used, and a caller\'s traceparent is accepted', async () => {
+  const r = await executor.execute({
+    code: `async () => { console.log('hello'); await store.find(1); await store.find(2); return 'done' }`,
+    providers: [{ name: 'store', tools: ['find'] }],
+    dispatch: createEnvelopeDispatch({ active: true }, () => 7),
+  }, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=1' })
+  assert.equal(r.result, 'done')
+  const u = r.usage
+  assert.deepEqual(Object.keys(u).sort(), ['cpuMs', 'logBytes', 'outboundRequests', 'peakHeapBytes', 'runClockMs', 'toolCalls'])
+  assert.equal(u.toolCalls, 2)
+  assert.equal(u.outboundRequests, 0)
+  assert.equal(u.logBytes, 'hello'.length)
+  assert.ok(u.runClockMs >= 0 && u.cpuMs >= 0 && u.peakHeapBytes > 0, JSON.stringify(u))
 })
 
 test('COMPLETED_TEXT is the pinned dispatch text', () => assert.equal(COMPLETED_TEXT, 'Execution has already completed.'))
