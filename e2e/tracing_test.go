@@ -66,11 +66,7 @@ func callerContext(t *testing.T, trace16, span8 string) trace.SpanContext {
 // the upgrade, and no program text, tool argument or result, query string
 // or credential in any attribute.
 func TestTracesAcrossGatewayAndExecutorServer(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	memberKey, memberHash := newKey(t)
-	member := startExecutorServerEnv(t, []string{exportSoon, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + rcv.URL()}, "--key-hash", memberHash, "--tracing")
-	gw, keys := tracedGateway(t, rcv, member.url, memberKey, "beta")
+	rcv, gw, keys, memberKey := tracedGatewayAndServer(t, "beta")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dial := func(key string, h http.Header) *remote.Executor { return dialExecutor(t, ctx, gw.url, key, h) }
@@ -145,14 +141,7 @@ func TestTracesAcrossGatewayAndExecutorServer(t *testing.T) {
 	}
 
 	// The first beta execution: a child of the caller's span, in its trace.
-	var joined, own otlptest.Span
-	for _, s := range executions["beta"] {
-		if s.TraceID() == caller.TraceID().String() {
-			joined = s
-		} else {
-			own = s
-		}
-	}
+	joined, own := inTraceAndNot(executions["beta"], caller.TraceID())
 	if joined.Span == nil || joined.ParentID() != caller.SpanID().String() {
 		t.Fatalf("no gateway execution is the child of the caller's span %s", caller.SpanID())
 	}
@@ -228,11 +217,7 @@ func TestTracesAcrossGatewayAndExecutorServer(t *testing.T) {
 // on the executor server under it, in the same trace, because the gateway
 // sends its context as invokeHandle's fourth argument.
 func TestHandleInvocationsJoinTheTraceAcrossServers(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	memberKey, memberHash := newKey(t)
-	member := startExecutorServerEnv(t, []string{exportSoon, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + rcv.URL()}, "--key-hash", memberHash, "--tracing")
-	gw, keys := tracedGateway(t, rcv, member.url, memberKey, "beta")
+	rcv, gw, keys, _ := tracedGatewayAndServer(t, "beta")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ex := dialExecutor(t, ctx, gw.url, keys["beta"], nil)
@@ -270,14 +255,7 @@ func TestHandleInvocationsJoinTheTraceAcrossServers(t *testing.T) {
 	if len(gateway) != 2 || len(server) != 2 {
 		t.Fatalf("%d invocation spans on the gateway and %d on the executor server, want 2 and 2", len(gateway), len(server))
 	}
-	var joined, own otlptest.Span
-	for _, s := range gateway {
-		if s.TraceID() == caller.TraceID().String() {
-			joined = s
-		} else {
-			own = s
-		}
-	}
+	joined, own := inTraceAndNot(gateway, caller.TraceID())
 	if joined.Span == nil || joined.ParentID() != caller.SpanID().String() {
 		t.Fatalf("no gateway invocation is the child of the caller's span %s", caller.SpanID())
 	}
@@ -300,6 +278,18 @@ func TestHandleInvocationsJoinTheTraceAcrossServers(t *testing.T) {
 			t.Errorf("%d executor server invocations under the gateway's invocation %s (trace %s), want 1", n, g.ID(), g.TraceID())
 		}
 	}
+}
+
+// inTraceAndNot picks, of spans, the one in trace id and one in another.
+func inTraceAndNot(spans []otlptest.Span, id trace.TraceID) (in, out otlptest.Span) {
+	for _, s := range spans {
+		if s.TraceID() == id.String() {
+			in = s
+		} else {
+			out = s
+		}
+	}
+	return in, out
 }
 
 func side(s otlptest.Span) string {

@@ -3,8 +3,6 @@ package executorapi
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,20 +96,7 @@ func TestInvokeHandleCarriesTheCallersContext(t *testing.T) {
 	defer tr.Shutdown(context.Background())
 	ex := &invocationRecorder{spans: make(chan sdktrace.ReadOnlySpan, 1)}
 	srv := NewServer(ex, ServerOptions{Tracing: tr})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := capnweb.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil, capnweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	client, err := Handshake(ctx, sess)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, client := connect(t, srv)
 	invoke := func(ctx context.Context) sdktrace.ReadOnlySpan {
 		t.Helper()
 		resp, err := client.InvokeHandle(ctx, "e1", "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
