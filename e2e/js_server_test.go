@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -92,5 +94,14 @@ func TestRemoteBackendAgainstAJavaScriptServer(t *testing.T) {
 	var hc *protocol.HandlesClosedError
 	if !errors.As(err, &hc) || hc.ExecutionID != "nope" {
 		t.Fatalf("the fault was not rehydrated into HandlesClosedError: %#v", err)
+	}
+	// With a span in ctx the client sends invokeHandle a fourth argument,
+	// the trace context: capnweb hands a JavaScript method every argument
+	// and the method ignores those it does not name, so the server answers
+	// as it does to three.
+	traced := trace.ContextWithSpanContext(ctx, callerContext(t, "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"))
+	_, err = ex.InvokeHandle(traced, "nope", "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://app.example/"})
+	if protocol.CodeOf(err) != protocol.CodeHandlesClosed || err.Error() != protocol.NewHandlesClosedError("nope").Error() {
+		t.Fatalf("invokeHandle with a trace context gave %v", err)
 	}
 }

@@ -90,18 +90,8 @@ func TestJSONLogsMetricsAndBuildInfo(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("/metrics answered %d", code)
 	}
-	// The version label is the binary's own, as `gateway version` prints it.
-	m := regexp.MustCompile(`codemode_build_info\{go_version="[^"]*",protocol_version="\d+",version="([^"]+)"\} 1`).FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("no codemode_build_info in:\n%s", body)
-	}
-	version := m[1]
-	if out, err := exec.Command(gatewayBinary(t), "version").Output(); err != nil || !strings.Contains(string(out), version) {
-		t.Errorf("codemode_build_info says version %q; gateway version says %q (%v)", version, out, err)
-	}
-	buildInfo := fmt.Sprintf(`codemode_build_info{go_version=%q,protocol_version="%d",version=%q}`, runtime.Version(), protocol.ProtocolVersion, version)
+	version := checkProcessSeries(t, body)
 	for series, want := range map[string]float64{
-		buildInfo: 1,
 		`codemode_queue_wait_seconds_count{backend="local",tenant="alpha"}`: 1,
 		`codemode_workers_max{backend="local"}`:                             2,
 		`codemode_pool_tenants{backend="local"}`:                            1,
@@ -110,7 +100,7 @@ func TestJSONLogsMetricsAndBuildInfo(t *testing.T) {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
-	for _, series := range []string{`codemode_worker_memory_bytes{backend="local"}`, `go_goroutines`, `process_resident_memory_bytes`} {
+	for _, series := range []string{`codemode_worker_memory_bytes{backend="local"}`} {
 		if got := metric(t, body, series); got <= 0 {
 			t.Errorf("%s = %v, want more than 0", series, got)
 		}
@@ -188,4 +178,31 @@ func TestJSONLogsMetricsAndBuildInfo(t *testing.T) {
 	if d, ok := conn["durationMs"].(float64); !ok || d < 300 {
 		t.Errorf("the connection's durationMs %v", conn["durationMs"])
 	}
+}
+
+// checkProcessSeries checks the series a gateway and an executor server
+// both serve about their own process in the exposition body:
+// codemode_build_info naming the version `gateway version` prints, the Go
+// version and the protocol version, and the Go and process collectors. It
+// returns that version.
+func checkProcessSeries(t *testing.T, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`codemode_build_info\{go_version="[^"]*",protocol_version="\d+",version="([^"]+)"\} 1`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no codemode_build_info in:\n%s", body)
+	}
+	version := m[1]
+	if out, err := exec.Command(gatewayBinary(t), "version").Output(); err != nil || !strings.HasPrefix(string(out), "gateway "+version+" (") {
+		t.Errorf("codemode_build_info says version %q; gateway version says %q (%v)", version, out, err)
+	}
+	buildInfo := fmt.Sprintf(`codemode_build_info{go_version=%q,protocol_version="%d",version=%q}`, runtime.Version(), protocol.ProtocolVersion, version)
+	if got := metric(t, body, buildInfo); got != 1 {
+		t.Errorf("%s = %v, want 1", buildInfo, got)
+	}
+	for _, series := range []string{`go_goroutines`, `process_resident_memory_bytes`} {
+		if got := metric(t, body, series); got <= 0 {
+			t.Errorf("%s = %v, want more than 0", series, got)
+		}
+	}
+	return version
 }

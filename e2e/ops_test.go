@@ -449,6 +449,7 @@ func TestExecutorServerAdminEndpoints(t *testing.T) {
 	if started := metric(t, body, `codemode_workers_started_total{backend="local"}`); started < 1 {
 		t.Errorf("codemode_workers_started_total = %v, want at least 1", started)
 	}
+	checkProcessSeries(t, body)
 	// The admin listener is the operator's: it serves no ExecutorApi, and
 	// an executor server has no configuration to reload.
 	// (No body type: the admin guard refuses the ones a browser's form

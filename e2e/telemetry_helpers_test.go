@@ -39,6 +39,21 @@ routes:
 	return gw, keys
 }
 
+// tracedGatewayAndServer runs an OTLP receiver, an executor server that
+// traces to it, and a tracedGateway whose tenant far is served by that
+// executor server; it returns the receiver, the gateway, each tenant's key
+// and the key the gateway presents to the executor server. The receiver
+// closes with the test.
+func tracedGatewayAndServer(t *testing.T, far string) (*otlptest.Receiver, *runningGateway, map[string]string, string) {
+	t.Helper()
+	rcv := otlptest.Start()
+	t.Cleanup(rcv.Close)
+	memberKey, memberHash := newKey(t)
+	member := startExecutorServerEnv(t, []string{exportSoon, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + rcv.URL()}, "--key-hash", memberHash, "--tracing")
+	gw, keys := tracedGateway(t, rcv, member.url, memberKey, far)
+	return rcv, gw, keys, memberKey
+}
+
 // dialExecutor connects to the executor route of the gateway at
 // gatewayURL (http://) with key, sending header's entries with the upgrade;
 // the connection closes with the test.

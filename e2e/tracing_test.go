@@ -66,11 +66,7 @@ func callerContext(t *testing.T, trace16, span8 string) trace.SpanContext {
 // the upgrade, and no program text, tool argument or result, query string
 // or credential in any attribute.
 func TestTracesAcrossGatewayAndExecutorServer(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	memberKey, memberHash := newKey(t)
-	member := startExecutorServerEnv(t, []string{exportSoon, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + rcv.URL()}, "--key-hash", memberHash, "--tracing")
-	gw, keys := tracedGateway(t, rcv, member.url, memberKey, "beta")
+	rcv, gw, keys, memberKey := tracedGatewayAndServer(t, "beta")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dial := func(key string, h http.Header) *remote.Executor { return dialExecutor(t, ctx, gw.url, key, h) }
@@ -145,14 +141,7 @@ func TestTracesAcrossGatewayAndExecutorServer(t *testing.T) {
 	}
 
 	// The first beta execution: a child of the caller's span, in its trace.
-	var joined, own otlptest.Span
-	for _, s := range executions["beta"] {
-		if s.TraceID() == caller.TraceID().String() {
-			joined = s
-		} else {
-			own = s
-		}
-	}
+	joined, own := inTraceAndNot(executions["beta"], caller.TraceID())
 	if joined.Span == nil || joined.ParentID() != caller.SpanID().String() {
 		t.Fatalf("no gateway execution is the child of the caller's span %s", caller.SpanID())
 	}
@@ -220,6 +209,87 @@ func TestTracesAcrossGatewayAndExecutorServer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHandleInvocationsJoinTheTraceAcrossServers: an invocation of a
+// retained execution's handle through a remote group is a span on the
+// gateway (the caller's child when the call carries a context) and a span
+// on the executor server under it, in the same trace, because the gateway
+// sends its context as invokeHandle's fourth argument.
+func TestHandleInvocationsJoinTheTraceAcrossServers(t *testing.T) {
+	rcv, gw, keys, _ := tracedGatewayAndServer(t, "beta")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ex := dialExecutor(t, ctx, gw.url, keys["beta"], nil)
+	grant, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => (req) => new Response("seen " + req.method)`, RetainHandles: true})
+	if err != nil || grant.ExecutionID == "" {
+		t.Fatalf("the retained execution: %+v, %v", grant, err)
+	}
+	invoke := func(ctx context.Context) {
+		t.Helper()
+		resp, err := ex.InvokeHandle(ctx, grant.ExecutionID, "fetch", protocol.OutboundRequest{Method: "PUT", URL: "https://app.example/"})
+		if err != nil || resp.Status != 200 || string(resp.Body) != "seen PUT" {
+			t.Fatalf("the invocation: %+v, %v", resp, err)
+		}
+	}
+	caller := callerContext(t, "5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8")
+	invoke(trace.ContextWithSpanContext(ctx, caller))
+	invoke(ctx)
+
+	var spans []otlptest.Span
+	var gateway, server []otlptest.Span
+	waitUntil(t, func() bool {
+		spans = rcv.Spans()
+		gateway, server = nil, nil
+		for _, s := range spans {
+			if s.Name == "codemode.invoke_handle" {
+				if side(s) == "server" {
+					server = append(server, s)
+				} else {
+					gateway = append(gateway, s)
+				}
+			}
+		}
+		return len(gateway) >= 2 && len(server) >= 2
+	}, "both invocations' spans on both sides")
+	if len(gateway) != 2 || len(server) != 2 {
+		t.Fatalf("%d invocation spans on the gateway and %d on the executor server, want 2 and 2", len(gateway), len(server))
+	}
+	joined, own := inTraceAndNot(gateway, caller.TraceID())
+	if joined.Span == nil || joined.ParentID() != caller.SpanID().String() {
+		t.Fatalf("no gateway invocation is the child of the caller's span %s", caller.SpanID())
+	}
+	if own.Span == nil || own.ParentID() != "" {
+		t.Fatalf("the invocation without a context is not a root on the gateway")
+	}
+	// Each executor server invocation is the child of one gateway
+	// invocation, in its trace.
+	for _, g := range []otlptest.Span{joined, own} {
+		n := 0
+		for _, s := range server {
+			if s.ParentID() == g.ID() && s.TraceID() == g.TraceID() {
+				n++
+				if s.Attr("codemode.handle.name") != "fetch" {
+					t.Errorf("the executor server's invocation span: %v", s.Attributes)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d executor server invocations under the gateway's invocation %s (trace %s), want 1", n, g.ID(), g.TraceID())
+		}
+	}
+}
+
+// inTraceAndNot picks, of spans, the one in trace id and one in another.
+func inTraceAndNot(spans []otlptest.Span, id trace.TraceID) (in, out otlptest.Span) {
+	for _, s := range spans {
+		if s.TraceID() == id.String() {
+			in = s
+		} else {
+			out = s
+		}
+	}
+	return in, out
 }
 
 func side(s otlptest.Span) string {

@@ -30,8 +30,9 @@ type ExecutorServer struct {
 	stopping   atomic.Bool
 }
 
-// NewExecutorServer observes exec; closing the server closes exec.
-func NewExecutorServer(exec *local.Executor, log *slog.Logger) *ExecutorServer {
+// NewExecutorServer observes exec; closing the server closes exec. version
+// is the build's, for codemode_build_info.
+func NewExecutorServer(exec *local.Executor, log *slog.Logger, version string) *ExecutorServer {
 	s := &ExecutorServer{exec: exec, log: log, reg: prometheus.NewRegistry(),
 		executions: executionsCounter("backend", "outcome"),
 		wall:       wallHistogram("backend"),
@@ -42,6 +43,7 @@ func NewExecutorServer(exec *local.Executor, log *slog.Logger) *ExecutorServer {
 	}
 	pools := func(yield func(string, *local.Executor) bool) { yield(ExecutorServerBackend, exec) }
 	s.reg.MustRegister(s.executions, s.wall, s.inFlight, newPoolCollector(pools))
+	s.reg.MustRegister(processCollectors(version)...)
 	return s
 }
 

@@ -104,14 +104,25 @@ func newMetrics(g *Gateway) *metrics {
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 	}, []string{"tenant", "backend"})
 	f(m.queueWait)
-	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codemode_build_info",
-		Help:        "Always 1; its labels say which build runs: the gateway's version, the Go version and the executor protocol version.",
-		ConstLabels: prometheus.Labels{"version": g.version, "go_version": runtime.Version(), "protocol_version": strconv.Itoa(protocol.ProtocolVersion)}},
-		func() float64 { return 1 }))
-	f(collectors.NewGoCollector())
-	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range processCollectors(g.version) {
+		f(c)
+	}
 	m.usage = newUsageMetrics(f)
 	return m
+}
+
+// processCollectors are the series about the process itself that a gateway
+// and an executor server both serve: which build runs (version is the one
+// `gateway version` prints), the Go runtime's and the process's own.
+func processCollectors(version string) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codemode_build_info",
+			Help:        "Always 1; its labels say which build runs: the gateway's version, the Go version and the executor protocol version.",
+			ConstLabels: prometheus.Labels{"version": version, "go_version": runtime.Version(), "protocol_version": strconv.Itoa(protocol.ProtocolVersion)}},
+			func() float64 { return 1 }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
 }
 
 // executionsCounter and wallHistogram are the execution metrics a gateway

@@ -400,7 +400,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
 	}
-	exec := gateway.NewExecutorServer(pl, logger)
+	exec := gateway.NewExecutorServer(pl, logger, runningVersion())
 	defer exec.Close()
 	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion()})
 	if err != nil {

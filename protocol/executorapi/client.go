@@ -97,9 +97,15 @@ func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	return res, err
 }
 
-// InvokeHandle implements protocol.Executor.
+// InvokeHandle implements protocol.Executor. When ctx holds a span, its
+// trace context goes in an options object after the request, an extension
+// that servers which do not read it ignore.
 func (c *Client) InvokeHandle(ctx context.Context, executionID, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
-	v, err := c.main.Call(ctx, "invokeHandle", executionID, handle, requestToWire(req))
+	args := []any{executionID, handle, requestToWire(req)}
+	if opts := withTraceContext(ctx, nil); len(opts) > 0 {
+		args = append(args, opts)
+	}
+	v, err := c.main.Call(ctx, "invokeHandle", args...)
 	if err != nil {
 		err = Rehydrate(err)
 		if EndsHandles(err) {

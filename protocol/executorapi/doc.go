@@ -10,6 +10,10 @@
 //	invokeHandle(executionId, handleName, request): OutboundResponseMessage
 //	closeHandles(executionId): undefined
 //
+// Two extensions ride on it, which servers that do not know them ignore:
+// traceparent and tracestate members in execute's options, and the same
+// two in an options object after invokeHandle's request.
+//
 // dispatch and outbound cross as live capnweb stubs, so provider code never
 // leaves the caller's process. Faults cross as errors with a code property
 // from the taxonomy; user errors and provider rejections keep their shape.

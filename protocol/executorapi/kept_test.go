@@ -2,13 +2,10 @@ package executorapi
 
 import (
 	"context"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // renamingExecutor grants handles under one id and, when asked to, closes
@@ -34,20 +31,7 @@ func (*renamingExecutor) Close() error                               { return ni
 func TestKeptStubGoesWhenTheExecutorClosesTheHandles(t *testing.T) {
 	ex := &renamingExecutor{closed: make(chan func(string), 1)}
 	srv := NewServer(ex, ServerOptions{})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sess, err := capnweb.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil, capnweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	client, err := Handshake(ctx, sess)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, client := connect(t, srv)
 	heard := make(chan string, 1)
 	res, err := client.Execute(ctx, &protocol.ExecuteRequest{
 		Code:          "async () => () => new Response('')",

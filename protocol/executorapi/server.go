@@ -198,7 +198,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	if !ok {
 		return nil, shapeError("execute: code must be a string")
 	}
-	tc, err := traceContextOf(arg(args, 2))
+	tc, err := traceContextOf("execute", arg(args, 2))
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +311,11 @@ func (s *Server) invokeHandle(ctx context.Context, args []any) (_ any, err error
 	if !ok1 || !ok2 {
 		return nil, shapeError("invokeHandle: executionId and handleName must be strings")
 	}
-	ctx, span := s.opts.Tracing.StartCall(ctx, telemetry.SpanInvokeHandle, telemetry.TraceContext{}, telemetry.HandleName.String(handle))
+	tc, err := invokeOptionsOf(arg(args, 3))
+	if err != nil {
+		return nil, err
+	}
+	ctx, span := s.opts.Tracing.StartCall(ctx, telemetry.SpanInvokeHandle, tc, telemetry.HandleName.String(handle))
 	defer func() { telemetry.EndCall(span, err) }()
 	req, err := requestFromWire(arg(args, 2))
 	if err != nil {

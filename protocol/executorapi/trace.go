@@ -12,10 +12,10 @@ import (
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
-// This file carries the W3C trace context across execute's options (an
-// extension: servers that do not know the members ignore them) and makes
-// the spans the server sees: the execution, its tool calls and outbound
-// requests, and handle invocations.
+// This file carries the W3C trace context across execute's options and
+// invokeHandle's optional fourth argument (extensions: servers that do not
+// know them ignore them) and makes the spans the server sees: the
+// execution, its tool calls and outbound requests, and handle invocations.
 
 // The option members of the extension.
 const (
@@ -23,10 +23,10 @@ const (
 	optionTracestate  = "tracestate"
 )
 
-// traceContextOf reads the trace context members of execute's options. A
+// traceContextOf reads the trace context members of method's options. A
 // member of the wrong type is a TypeError like any other option's; a
 // malformed traceparent is ignored, as the W3C recommendation asks.
-func traceContextOf(v any) (telemetry.TraceContext, error) {
+func traceContextOf(method string, v any) (telemetry.TraceContext, error) {
 	var tc telemetry.TraceContext
 	for _, key := range []string{optionTraceparent, optionTracestate} {
 		f, present := optionMember(v, key)
@@ -35,7 +35,7 @@ func traceContextOf(v any) (telemetry.TraceContext, error) {
 		}
 		text, ok := f.(string)
 		if !ok {
-			return telemetry.TraceContext{}, shapeError("execute: options.%s must be a string", key)
+			return telemetry.TraceContext{}, shapeError("%s: options.%s must be a string", method, key)
 		}
 		if key == optionTraceparent {
 			tc.Parent = text
@@ -46,9 +46,21 @@ func traceContextOf(v any) (telemetry.TraceContext, error) {
 	return tc, nil
 }
 
-// optionMember looks one member up in execute's options without building
-// a map of them (applyOptions says what is wrong with options that are not
-// an object).
+// invokeOptionsOf reads invokeHandle's options, its optional fourth
+// argument, which carries only the trace context.
+func invokeOptionsOf(v any) (telemetry.TraceContext, error) {
+	if isAbsent(v) {
+		return telemetry.TraceContext{}, nil
+	}
+	if _, ok := asMap(v); !ok {
+		return telemetry.TraceContext{}, shapeError("invokeHandle: options must be an object")
+	}
+	return traceContextOf("invokeHandle", v)
+}
+
+// optionMember looks one member up in a call's options without building
+// a map of them (applyOptions says what is wrong with execute's options
+// that are not an object).
 func optionMember(v any, key string) (any, bool) {
 	switch o := v.(type) {
 	case capnweb.Object:
@@ -64,7 +76,7 @@ func optionMember(v any, key string) (any, bool) {
 	return nil, false
 }
 
-// withTraceContext adds ctx's trace context to execute's options.
+// withTraceContext adds ctx's trace context to a call's options.
 func withTraceContext(ctx context.Context, o capnweb.Object) capnweb.Object {
 	tc := telemetry.Outgoing(ctx)
 	if tc.Parent == "" {
