@@ -20,6 +20,7 @@ import type {
   ExecuteRequest,
   ExecuteResult,
   Executor,
+  InvokeCallOptions,
   Usage,
   ExecutorApi,
   OutboundMode,
@@ -337,7 +338,15 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
       headers: request.headers ?? [],
       body: toArrayBuffer(request.body),
     }
-    return this.#call(options?.signal, (api) => api.invokeHandle(executionId, handleName, wire))
+    const trace: InvokeCallOptions = {}
+    if (options?.traceparent !== undefined) trace.traceparent = options.traceparent
+    if (options?.tracestate !== undefined) trace.tracestate = options.tracestate
+    // Three arguments unless there is a context to send, as the Go client does.
+    return this.#call(options?.signal, (api) =>
+      trace.traceparent === undefined && trace.tracestate === undefined
+        ? api.invokeHandle(executionId, handleName, wire)
+        : api.invokeHandle(executionId, handleName, wire, trace),
+    )
   }
 
   /** Releases a retained execution. */

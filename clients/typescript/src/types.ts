@@ -143,8 +143,15 @@ export type ExecutorApi = {
     outboundMode: OutboundMode,
     outbound?: OutboundFetchFn,
   ): Promise<ExecuteResultMessage>
-  invokeHandle(executionId: string, handleName: string, request: OutboundRequestMessage): Promise<OutboundResponseMessage>
+  /** The fourth argument is the gateway's extension; other servers ignore it. */
+  invokeHandle(executionId: string, handleName: string, request: OutboundRequestMessage, options?: InvokeCallOptions): Promise<OutboundResponseMessage>
   closeHandles(executionId: string): Promise<void>
+}
+
+/** The optional options argument of `ExecutorApi.invokeHandle`: the caller's W3C Trace Context. */
+export type InvokeCallOptions = {
+  traceparent?: string
+  tracestate?: string
 }
 
 /** Options of one call of `RemoteExecutor`. */
@@ -152,7 +159,7 @@ export type CallOptions = {
   /** Aborting rejects the call at once with the signal's reason. */
   signal?: AbortSignal
   /**
-   * The caller's W3C Trace Context for this execution (execute only): the
+   * The caller's W3C Trace Context for this execution or invocation: the
    * gateway's spans for it join that trace. Take it from your tracer, for
    * example with OpenTelemetry's propagation.inject into a carrier.
    */

@@ -264,4 +264,18 @@ test('usage reports what the execution used, and a caller\'s traceparent is acce
   assert.ok(u.runClockMs >= 0 && u.cpuMs >= 0 && u.peakHeapBytes > 0, JSON.stringify(u))
 })
 
+test('invokeHandle sends a trace context as the gateway\'s fourth argument, which it accepts', async () => {
+  const grant = await executor.execute({ code: `async () => ({ fetch: async (req) => new Response('traced ' + req.method) })`, retainHandles: true })
+  try {
+    const res = await executor.invokeHandle(grant.executionId, 'fetch', { url: 'https://app.example/' },
+      { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=1' })
+    assert.equal(new TextDecoder().decode(res.body), 'traced GET')
+    // The gateway reads what the client sent: a member of the wrong type is refused.
+    await assert.rejects(executor.invokeHandle(grant.executionId, 'fetch', { url: 'https://app.example/' }, { traceparent: 5 }),
+      (err) => err.message === 'invokeHandle: options.traceparent must be a string')
+  } finally {
+    await executor.closeHandles(grant.executionId)
+  }
+})
+
 test('COMPLETED_TEXT is the pinned dispatch text', () => assert.equal(COMPLETED_TEXT, 'Execution has already completed.'))
