@@ -127,15 +127,21 @@ func (tt *twoTenants) dial(t *testing.T, key string) *remote.Executor {
 // refused across tenants, and the HTTP refusals.
 func TestGatewayTwoTenantsFromJavaScript(t *testing.T) {
 	nodeModules(t)
-	tt := startTwoTenants(t)
+	startTwoTenants(t).runJS(t, "gateway.test.mjs")
+}
+
+// runJS runs the node test file against the gateway, with GATEWAY_URL,
+// ALPHA_KEY and GAMMA_KEY set.
+func (tt *twoTenants) runJS(t *testing.T, file string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "gateway.test.mjs")
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", file)
 	cmd.Env = append(os.Environ(), "GATEWAY_URL="+tt.url, "ALPHA_KEY="+tt.alphaKey, "GAMMA_KEY="+tt.gammaKey)
 	out, err := cmd.CombinedOutput()
-	t.Logf("node --test gateway.test.mjs:\n%s", out)
+	t.Logf("node --test %s:\n%s", file, out)
 	if err != nil {
-		t.Fatalf("the gateway scenarios failed from JavaScript: %v", err)
+		t.Fatalf("the scenarios of %s failed from JavaScript: %v", file, err)
 	}
 }
 

@@ -923,15 +923,31 @@ func TestCloseTellsClientsToReconnect(t *testing.T) {
 // and releases the caller's duplicated stub then, and the caller hears of
 // it under the id it was given, without another call.
 func TestRemoteMemberClosingHandlesReachesTheCaller(t *testing.T) {
+	memberClosesHandlesByItself(t, protocol.OutboundVia(func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		return protocol.OutboundResponse{Status: 200}, nil
+	}))
+}
+
+// TestRemoteMemberClosingNativeHandlesReachesTheCaller: the same for an
+// execution with no outbound function (native, which globex's policy
+// makes disabled at the member): the member releases the handlesLifetime
+// function the gateway lent it, and the gateway its caller's.
+func TestRemoteMemberClosingNativeHandlesReachesTheCaller(t *testing.T) {
+	memberClosesHandlesByItself(t, protocol.Outbound{})
+}
+
+// memberClosesHandlesByItself has the member expire a retained execution
+// of globex made with outbound, and expects the caller to hear of it and
+// the pin to go.
+func memberClosesHandlesByItself(t *testing.T, outbound protocol.Outbound) {
+	t.Helper()
 	e := start(t, nil)
 	ex := e.mustDial(t, "/v1/executor", "globex")
 	closed := make(chan string, 1)
 	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{
 		Code:          "retain",
 		RetainHandles: true,
-		Outbound: protocol.OutboundVia(func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
-			return protocol.OutboundResponse{Status: 200}, nil
-		}),
+		Outbound:      outbound,
 		HandlesClosed: func(id string) { closed <- id },
 	})
 	if err != nil || res.ExecutionID == "" {

@@ -17,11 +17,14 @@ type Client struct {
 	// watched are granted executions without an outbound function whose
 	// HandlesClosed waits on the session.
 	watched watches
+	// lendsLifetime: the server keeps a handlesLifetime function.
+	lendsLifetime bool
 }
 
 // Handshake calls protocolVersion() on the session's main object and
 // returns a Client when the versions are equal. A different version is
-// PROTOCOL_MISMATCH; a failed call is CONNECTION_REJECTED.
+// PROTOCOL_MISMATCH; a failed call is CONNECTION_REJECTED. It then asks
+// which extensions the server implements.
 func Handshake(ctx context.Context, sess *capnweb.Session) (*Client, error) {
 	v, err := sess.Main().Call(ctx, "protocolVersion")
 	if err != nil {
@@ -31,7 +34,8 @@ func Handshake(ctx context.Context, sess *capnweb.Session) (*Client, error) {
 	if !ok || n != protocol.ProtocolVersion {
 		return nil, protocolMismatch("the server speaks executor protocol %v and this client %d", v, protocol.ProtocolVersion)
 	}
-	return &Client{main: sess.Main()}, nil
+	exts := askExtensions(ctx, sess.Main())
+	return &Client{main: sess.Main(), lendsLifetime: exts[extensionHandlesLifetime]}, nil
 }
 
 // Ping calls protocolVersion() again: the server answers, and still speaks
@@ -64,11 +68,14 @@ func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	if req.Dispatch != nil {
 		dispatch = dispatchFunc(req.Dispatch)
 	}
-	args := []any{req.Code, providersToWire(req.Providers), opts, dispatch, string(req.Outbound.Mode())}
 	var watch *handlesWatch
 	if req.RetainHandles && req.HandlesClosed != nil {
 		watch = newHandlesWatch(req.HandlesClosed)
+		if req.Outbound.Func() == nil && c.lendsLifetime {
+			opts = append(opts, capnweb.Field{Key: extensionHandlesLifetime, Value: &handlesLifetime{watch: watch}})
+		}
 	}
+	args := []any{req.Code, providersToWire(req.Providers), opts, dispatch, string(req.Outbound.Mode())}
 	if fn := req.Outbound.Func(); fn != nil {
 		if watch != nil {
 			args = append(args, &watchedOutbound{fn: outboundFunc(fn), watch: watch})

@@ -44,9 +44,10 @@ type Server struct {
 	opts ServerOptions
 
 	mu sync.Mutex
-	// kept holds the duplicated outbound stub of each retained execution
-	// in the stub mode, released when its handles close or its session ends.
-	kept map[string]*capnweb.Stub
+	// kept holds the caller's stubs each retained execution keeps (its
+	// outbound function in the stub mode, its handlesLifetime), released
+	// when its handles close or its session ends.
+	kept map[string]*keptStubs
 	// turns orders the invocations of each execution (see invokeOrder).
 	turns invokeOrder
 }
@@ -59,7 +60,7 @@ func NewServer(exec protocol.Executor, opts ServerOptions) *Server {
 	if opts.Session.Memory == nil {
 		opts.Session.Memory = capnweb.NewMemoryBudget(DefaultWireMemory)
 	}
-	return &Server{exec: exec, opts: opts, kept: map[string]*capnweb.Stub{}}
+	return &Server{exec: exec, opts: opts, kept: map[string]*keptStubs{}}
 }
 
 // Target returns the main object for one new connection.
@@ -97,47 +98,47 @@ func SessionOptions(base capnweb.Options) capnweb.Options {
 	return base
 }
 
-// Kept is how many retained executions hold a duplicated outbound stub.
+// Kept is how many retained executions hold stubs of their caller.
 func (s *Server) Kept() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.kept)
 }
 
-// Close releases every kept outbound stub. It does not close the executor.
+// Close releases every kept stub. It does not close the executor.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	kept := s.kept
-	s.kept = map[string]*capnweb.Stub{}
+	s.kept = map[string]*keptStubs{}
 	s.mu.Unlock()
-	for _, st := range kept {
-		st.Release()
+	for _, k := range kept {
+		k.release()
 	}
 	return nil
 }
 
-func (s *Server) keep(executionID string, st *capnweb.Stub) {
+func (s *Server) keep(executionID string, k *keptStubs) {
 	s.mu.Lock()
-	s.kept[executionID] = st
+	s.kept[executionID] = k
 	s.mu.Unlock()
-	// The duplicate is a reference into its session and goes with it.
+	// The duplicates are references into their session and go with it.
 	go func() {
-		<-st.Session().Done()
-		s.drop(executionID, st)
+		<-k.session().Done()
+		s.drop(executionID, k)
 	}()
 }
 
-// drop releases the stub kept for executionID (only st, when st is not
+// drop releases the stubs kept for executionID (only k, when k is not
 // nil, so that a later grant under the same id is left alone).
-func (s *Server) drop(executionID string, st *capnweb.Stub) {
+func (s *Server) drop(executionID string, k *keptStubs) {
 	s.mu.Lock()
 	cur, ok := s.kept[executionID]
-	if ok && (st == nil || cur == st) {
+	if ok && (k == nil || cur == k) {
 		delete(s.kept, executionID)
 	}
 	s.mu.Unlock()
-	if ok && (st == nil || cur == st) {
-		cur.Release()
+	if ok && (k == nil || cur == k) {
+		cur.release()
 	}
 }
 
@@ -148,9 +149,12 @@ type connection struct {
 }
 
 func (c *connection) CallMethod(ctx context.Context, name string, args []any) (any, error) {
-	if name == "protocolVersion" {
+	switch name {
+	case "protocolVersion":
 		c.handshaken.Store(true)
 		return protocol.ProtocolVersion, nil
+	case methodExtensions:
+		return serverExtensions(), nil
 	}
 	switch name {
 	case "execute", "invokeHandle", "closeHandles":
@@ -227,8 +231,14 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 			return nil, shapeError("execute: dispatch must be a function or null")
 		}
 	}
+	lifetime, err := lifetimeOf(arg(args, 2))
+	if err != nil {
+		return nil, err
+	}
 	mode, _ := arg(args, 4).(string)
-	var kept *capnweb.Stub
+	// kept is what the execution keeps of the caller's until its handles
+	// close; nil when it keeps nothing.
+	var kept *keptStubs
 	// granted is closed once execute knows the id it keeps the stub under
 	// (grantedID, "" when none), so that a close that comes first still
 	// finds the entry.
@@ -247,24 +257,34 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		if req.RetainHandles {
 			// A retained execution keeps fetching through the caller after
 			// this call returns, so the stub must outlive it, until the
-			// handles close, however they close. (Release is idempotent; a
-			// close that beats keep leaves a released entry that goes with
-			// the session.)
-			dup := st.Dup()
-			kept, st = dup, dup
-			req.HandlesClosed = func(string) {
-				// The table is keyed by the id this server answered with,
-				// whatever id the executor names.
-				<-granted
-				if grantedID != "" {
-					s.drop(grantedID, dup)
-				}
-				dup.Release()
-			}
+			// handles close, however they close.
+			st = st.Dup()
+			kept = &keptStubs{}
+			kept.add(st)
 		}
 		req.Outbound = protocol.OutboundVia(s.tracedOutbound(span, stubOutbound(st)))
 	default:
 		return nil, protocolMismatch("execute: unknown outboundMode %q; this server speaks 'native', 'stub' and 'disabled'", mode)
+	}
+	if lifetime != nil && req.RetainHandles {
+		// The caller learns that the handles closed from its release.
+		if kept == nil {
+			kept = &keptStubs{}
+		}
+		kept.add(lifetime.Dup())
+	}
+	if kept != nil {
+		// (Release is idempotent; a close that beats keep leaves a
+		// released entry that goes with the session.)
+		req.HandlesClosed = func(string) {
+			// The table is keyed by the id this server answered with,
+			// whatever id the executor names.
+			<-granted
+			if grantedID != "" {
+				s.drop(grantedID, kept)
+			}
+			kept.release()
+		}
 	}
 
 	if span.IsRecording() {
@@ -272,7 +292,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	}
 	res, err := s.exec.Execute(ctx, req)
 	if err != nil {
-		kept.Release()
+		kept.release()
 		return nil, err
 	}
 	msg := protocol.ResultMessageOf(res)
@@ -280,7 +300,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	span.SetAttributes(telemetry.BytesOut.Int(size))
 	telemetry.RecordUsage(span, res.Usage)
 	if err != nil || size > s.opts.ResponseLimit {
-		kept.Release()
+		kept.release()
 		if res.ExecutionID != "" {
 			_ = s.exec.CloseHandles(context.WithoutCancel(ctx), res.ExecutionID)
 		}
@@ -294,7 +314,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 			s.keep(res.ExecutionID, kept)
 			grantedID = res.ExecutionID
 		} else {
-			kept.Release()
+			kept.release()
 		}
 	}
 	return resultToWire(msg), nil
