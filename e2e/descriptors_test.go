@@ -77,9 +77,11 @@ func TestClientsWithoutCredentialsCannotTakeEveryDescriptor(t *testing.T) {
 		}
 		defer ex.Close()
 		res, err := ex.Execute(dctx, &protocol.ExecuteRequest{Code: "async () => 6 * 7"})
-		// A run placed on a killed worker before the gateway saw it die
-		// fails with WORKER_CRASHED, which the contract makes retryable;
-		// the retry needs a new worker process, and so descriptors.
+		// The pool places a run again when its job cannot reach a dead
+		// worker, but a job written just before the gateway saw the worker
+		// die still fails with WORKER_CRASHED (seen about once in six
+		// runs), which the contract makes retryable; the retry needs a new
+		// worker process, and so descriptors.
 		if protocol.CodeOf(err) == protocol.CodeWorkerCrashed {
 			res, err = ex.Execute(dctx, &protocol.ExecuteRequest{Code: "async () => 6 * 7"})
 		}

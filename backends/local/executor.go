@@ -29,6 +29,10 @@ type Executor struct {
 	closed  bool
 	pool    pool
 	handles map[string]*held // retained executions by executionId
+
+	// placed, when a test sets it, runs between placing a run on a worker
+	// and sending it the job.
+	placed func(*worker)
 }
 
 var _ protocol.Executor = (*Executor)(nil)
@@ -75,15 +79,32 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 		return failure(err.Error()), nil
 	}
 	queued := time.Now()
-	w, err := e.acquire(ctx, req.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	wait := time.Since(queued)
-	e.traceStart(ctx, w, wait)
-	r := e.newRun(ctx, w, req, job)
-	if err := w.start(r); err != nil {
-		return nil, err
+	var r *run
+	var wait time.Duration
+	// A run placed on a worker that died before the job reached it is
+	// placed once more: nothing ran, so the caller need not see the crash.
+	for attempt := 0; ; attempt++ {
+		w, err := e.acquire(ctx, req.Tenant)
+		if err != nil {
+			return nil, err
+		}
+		wait = time.Since(queued)
+		e.traceStart(ctx, w, wait)
+		r = e.newRun(ctx, w, req, job)
+		if e.placed != nil {
+			e.placed(w)
+		}
+		err = w.start(r)
+		if err == nil {
+			break
+		}
+		ns, again := err.(notStartedError)
+		if !again {
+			return nil, err
+		}
+		if attempt > 0 {
+			return nil, ns.error
+		}
 	}
 	res, err := e.await(ctx, r)
 	if res != nil {

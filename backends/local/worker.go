@@ -47,8 +47,19 @@ func newWorker(e *Executor, p *process) *worker {
 	return w
 }
 
+// notStartedError: the run was placed on a worker that died before its
+// job reached it, so nothing ran and the run may be placed again.
+type notStartedError struct{ error }
+
+func (e notStartedError) Unwrap() error { return e.error }
+
+func notStarted() error {
+	return notStartedError{crashedFault("The worker process for this execution exited before it started; nothing ran. Run it again.")}
+}
+
 // start registers r and sends its job. A job too large for a frame fails
-// before the worker sees it.
+// before the worker sees it; a job that cannot reach the worker because it
+// died fails with notStartedError.
 func (w *worker) start(r *run) error {
 	w.mu.Lock()
 	if w.dead {
@@ -56,7 +67,7 @@ func (w *worker) start(r *run) error {
 		w.mu.Unlock()
 		r.runCancel()
 		w.e.runGone(w, r, 0)
-		return crashedFault("The worker process for this execution exited before it started; nothing ran. Run it again.")
+		return notStarted()
 	}
 	w.byRun[r.id] = r
 	w.mu.Unlock()
@@ -74,9 +85,17 @@ func (w *worker) start(r *run) error {
 		w.e.runGone(w, r, 0)
 		return protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, big.size, big.max)
 	}
-	// The pipe is broken: the worker is dying, and its death settles r.
+	// The pipe is broken: the worker is dying (killed, say, before the
+	// parent saw it go). The job never reached it, so r is not its death's
+	// to settle unless that death took r already.
+	taken := w.forget(r)
 	w.kill(killProtocol, 0)
-	return nil
+	if !taken {
+		return nil
+	}
+	r.runCancel()
+	w.e.runGone(w, r, 0)
+	return notStarted()
 }
 
 // forget drops r from the routing table; false when it was not there.
