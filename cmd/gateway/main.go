@@ -70,7 +70,7 @@ commands:
              result (FILE "-" reads standard input; run -h for the flags)
   check-config --config FILE
              validate a configuration file and report every problem
-  reload [--config FILE | --admin ADDRESS] [--token-env NAME]
+  reload [--config FILE | --admin ADDRESS] [--token-env NAME] [--ca FILE]
              make a running gateway re-read its configuration (as SIGHUP),
              through the admin listener FILE names (default config.yaml)
   hash-key   read an API key on standard input and print the hash to

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -128,7 +129,13 @@ func reload(args []string, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", "config.yaml", "the configuration file of the gateway to reload: its admin.listen is the address")
 	admin := fs.String("admin", "", "the gateway's admin listener, host:port or a URL; overrides the configuration's")
 	tokenEnv := fs.String("token-env", "", "the environment variable holding the admin listener's bearer token (the gateway's admin.tokenEnv)")
+	caFile := fs.String("ca", "", "a PEM file of certificates to trust for an https admin listener, beside the system's (a self-signed admin.tls certificate, say)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	client, err := reloadClient(*caFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 2
 	}
 	target, err := reloadURL(*admin, *cfgPath)
@@ -151,7 +158,7 @@ func reload(args []string, stdout, stderr io.Writer) int {
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 1
@@ -164,6 +171,28 @@ func reload(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprint(stdout, string(body))
 	return 0
+}
+
+// reloadClient is the HTTP client `gateway reload` posts with: the
+// system's roots, and those of caFile when one is named.
+func reloadClient(caFile string) (*http.Client, error) {
+	if caFile == "" {
+		return http.DefaultClient, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca: %w", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca: %s holds no PEM certificate", caFile)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: t, Timeout: time.Minute}, nil
 }
 
 // reloadURL is where `gateway reload` posts: the admin address given, or
