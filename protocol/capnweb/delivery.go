@@ -1,0 +1,172 @@
+package capnweb
+
+import (
+	"context"
+	"fmt"
+)
+
+// Delivery: calls queued on an export, run one at a time in arrival order,
+// each with its turn.
+
+// deliver queues d on ex. Caller holds s.mu.
+func (s *Session) deliver(ex *export, d *delivery) {
+	ex.queue = append(ex.queue, d)
+	if !ex.running {
+		ex.running = true
+		go s.runQueue(ex)
+	}
+}
+
+func (s *Session) runQueue(ex *export) {
+	for {
+		s.mu.Lock()
+		if len(ex.queue) == 0 {
+			ex.running = false
+			s.mu.Unlock()
+			return
+		}
+		d := ex.queue[0]
+		ex.queue[0] = nil
+		ex.queue = ex.queue[1:]
+		s.mu.Unlock()
+		if !s.runDelivery(ex, d) {
+			return
+		}
+	}
+}
+
+// runDelivery performs one queued call: it waits for the target and the
+// arguments and runs the handler on this goroutine. It reports whether this
+// goroutine still runs the queue: false when the handler gave up its turn
+// and a new goroutine took the queue over.
+func (s *Session) runDelivery(ex *export, d *delivery) bool {
+	ctx := s.ctx
+	target := ex.value
+	if ex.prom != nil {
+		v, err := ex.prom.wait(ctx)
+		if err != nil {
+			d.result.settle(nil, err)
+			return true
+		}
+		target = v
+	}
+	if !holesSettled(d.args, 0) {
+		// Like JavaScript, a call whose arguments wait for promises is
+		// delivered when they settle, and later calls may overtake it.
+		go func() {
+			args, err := fill(ctx, d.args)
+			if err != nil {
+				d.result.settle(nil, err)
+				return
+			}
+			s.perform(ctx, target, d, args.([]any), nil)
+		}()
+		return true
+	}
+	args, err := fill(ctx, d.args)
+	if err != nil {
+		d.result.settle(nil, err)
+		return true
+	}
+	var argList []any
+	if a, ok := args.([]any); ok {
+		argList = a
+	}
+	if !d.call {
+		if needsRemote(target) {
+			go func() {
+				v, err := walkPath(ctx, target, d.path)
+				d.result.settle(v, err)
+			}()
+			return true
+		}
+		v, err := walkPath(ctx, target, d.path)
+		d.result.settle(v, err)
+		return true
+	}
+	t := &turn{handOff: func() { go s.runQueue(ex) }}
+	s.perform(ctx, target, d, argList, t)
+	return t.end()
+}
+
+// perform runs one delivery's call and settles its result. t, when not
+// nil, is the target's turn, which the handler may give up before it
+// returns (Detach, or awaiting a promise).
+func (s *Session) perform(ctx context.Context, target any, d *delivery, args []any, t *turn) {
+	var v any
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, &Error{Name: "Error", Message: fmt.Sprintf("internal error: handler panicked: %v", r)}
+		}
+		// Settled before the queue moves on (runDelivery returns), so
+		// that the next call on this target already sees this result.
+		d.result.settle(v, err)
+	}()
+	if !d.call {
+		v, err = walkPath(ctx, target, d.path)
+		return
+	}
+	if t != nil {
+		ctx = context.WithValue(ctx, turnKey{}, t)
+	}
+	v, err = callAt(ctx, target, d.path, args)
+}
+
+func needsRemote(v any) bool {
+	switch v.(type) {
+	case *Stub, *Promise:
+		return true
+	}
+	return false
+}
+
+// callAt calls the function at path of target: a method of a Target, a
+// Func or Target found in a plain value, or a stub of a peer (forwarded).
+func callAt(ctx context.Context, target any, path []string, args []any) (any, error) {
+	v := target
+	for i := 0; i < len(path); i++ {
+		switch x := v.(type) {
+		case *Stub:
+			return x.InvokePath(path[i:], args...).Await(ctx)
+		case *Promise:
+			return x.InvokePath(path[i:], args...).Await(ctx)
+		case Target:
+			if i == len(path)-1 {
+				if isPrototypeKey(path[i]) {
+					return nil, notAFunction(joinPath(path))
+				}
+				return x.CallMethod(ctx, path[i], args)
+			}
+		}
+		next, err := walkPath(ctx, v, path[i:i+1])
+		if err != nil {
+			return nil, err
+		}
+		v = next
+	}
+	switch x := v.(type) {
+	case *Stub:
+		return x.InvokePath(nil, args...).Await(ctx)
+	case *Promise:
+		return x.InvokePath(nil, args...).Await(ctx)
+	case Target:
+		return x.CallMethod(ctx, "", args)
+	case nil:
+		if len(path) == 0 {
+			return nil, &Error{Name: "TypeError", Message: "no main object is served"}
+		}
+	}
+	return nil, notAFunction(joinPath(path))
+}
+
+func joinPath(path []string) string {
+	out := ""
+	for i, p := range path {
+		if i > 0 {
+			out += "."
+		}
+		out += p
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package capnweb
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Outgoing: the writer goroutine, and how messages are encoded, committed
+// and queued for it.
+
+// enqueue queues one message for the writer. Caller holds s.mu.
+func (s *Session) enqueue(msg []byte) {
+	if s.ended {
+		return
+	}
+	// Messages waiting for the writer count until written; an abort this
+	// picks runs on its own, since the caller holds s.mu.
+	if abort := s.account(int64(len(msg))); abort != nil {
+		go abort()
+	}
+	s.outq = append(s.outq, msg)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Session) writeLoop() {
+	defer close(s.writerDone)
+	var werr error
+	for {
+		s.mu.Lock()
+		for len(s.outq) == 0 && !s.closing {
+			s.mu.Unlock()
+			<-s.wake
+			s.mu.Lock()
+		}
+		batch := s.outq
+		s.outq = nil
+		closing, code, reason := s.closing, s.closeCode, s.closeReason
+		s.mu.Unlock()
+		if werr == nil && len(batch) > 0 {
+			if bw, ok := s.t.(MessageBatchWriter); ok && len(batch) > 1 {
+				werr = bw.WriteMessages(s.writeCtx, batch)
+			} else {
+				for _, m := range batch {
+					if werr = s.t.WriteMessage(s.writeCtx, m); werr != nil {
+						break
+					}
+				}
+			}
+			if werr != nil {
+				s.shutdown(fmt.Errorf("write failed: %w", werr), nil, 1011, "write failed")
+			}
+			var written int64
+			for _, m := range batch {
+				written += int64(len(m))
+			}
+			s.mu.Lock()
+			s.account(-written) // giving back never aborts
+			s.mu.Unlock()
+		}
+		if closing && len(batch) == 0 {
+			_ = s.t.Close(code, reason)
+			s.mu.Lock()
+			if s.closeTimer != nil {
+				s.closeTimer.Stop()
+			}
+			s.mu.Unlock()
+			s.writeCancel()
+			return
+		}
+	}
+}
+
+func (s *Session) newEncoder() *encoder {
+	return &encoder{s: s, maxDepth: s.opts.MaxDepth, buf: make([]byte, 0, 128)}
+}
+
+// commit makes the exports created by a successful encoding live. Caller
+// holds s.mu; the returned actions run after it is released.
+func (s *Session) commit(e *encoder) []func() {
+	for _, ex := range e.pending {
+		s.exports[ex.id] = ex
+	}
+	post := e.post
+	for i, ex := range e.promises {
+		ex, p := ex, e.foreign[i]
+		post = append(post, func() {
+			ex.prom.then(func(v any, err error) { s.sendResolution(ex, v, err) })
+			go func() {
+				v, err := p.Await(s.ctx)
+				ex.prom.settle(v, err)
+			}()
+		})
+	}
+	return post
+}
+
+// rollback undoes a failed encoding; the ids it took stay used, as in JS.
+func (s *Session) rollback(e *encoder) []func() {
+	var post []func()
+	for _, d := range e.dups {
+		post = append(post, d.Release)
+	}
+	return post
+}
+
+func runAll(fns []func()) {
+	for _, f := range fns {
+		f()
+	}
+}
+
+// sendResolution answers a pulled promise export with resolve or reject.
+func (s *Session) sendResolution(ex *export, v any, err error) {
+	s.mu.Lock()
+	if s.ended || ex.freed {
+		s.mu.Unlock()
+		return
+	}
+	var post []func()
+	if err == nil {
+		e := s.newEncoder()
+		e.buf = append(e.buf, `["resolve",`...)
+		e.buf = strconv.AppendInt(e.buf, ex.id, 10)
+		e.buf = append(e.buf, ',')
+		if encErr := e.value(v, 0); encErr != nil {
+			post = append(post, s.rollback(e)...)
+			err = encErr
+		} else {
+			e.buf = append(e.buf, ']')
+			post = append(post, s.commit(e)...)
+			s.enqueue(e.buf)
+		}
+	}
+	if err != nil {
+		s.enqueue(s.rejectMessage(ex.id, err, &post))
+	}
+	s.mu.Unlock()
+	runAll(post)
+}
+
+// rejectMessage encodes ["reject", id, reason]. Caller holds s.mu.
+func (s *Session) rejectMessage(id int64, reason error, post *[]func()) []byte {
+	var val any
+	var th *Thrown
+	if errors.As(reason, &th) {
+		val = th.Value
+	} else {
+		val = errorToJS(reason)
+	}
+	e := s.newEncoder()
+	e.buf = append(e.buf, `["reject",`...)
+	e.buf = strconv.AppendInt(e.buf, id, 10)
+	e.buf = append(e.buf, ',')
+	if err := e.value(val, 0); err != nil {
+		*post = append(*post, s.rollback(e)...)
+		je := errorToJS(reason)
+		e = s.newEncoder()
+		e.buf = append(e.buf, `["reject",`...)
+		e.buf = strconv.AppendInt(e.buf, id, 10)
+		e.buf = append(e.buf, ',')
+		_ = e.errorValue(&Error{Name: je.Name, Message: je.Message}, 0)
+	} else {
+		*post = append(*post, s.commit(e)...)
+	}
+	return append(e.buf, ']')
+}
