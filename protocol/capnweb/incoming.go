@@ -122,17 +122,27 @@ func (s *Session) dispatch(raw []byte) *ProtocolError {
 		return nil
 	case "pipe":
 		s.mu.Lock()
-		if len(s.exports) >= s.opts.MaxExports {
+		id, perr := s.nextPeerExport()
+		if perr != nil {
 			s.mu.Unlock()
-			return &ProtocolError{Reason: OutstandingCallsText(s.opts.MaxExports)}
+			return perr
 		}
-		id := s.peerNext
-		s.peerNext++
 		s.exports[id] = &export{id: id, refcount: 1, value: streamRefuser{}}
 		s.mu.Unlock()
 		return nil
 	}
 	return badMessage(raw)
+}
+
+// nextPeerExport takes the next id the peer numbers its exports with (a
+// push, a pipe), or refuses one past MaxExports. Caller holds s.mu.
+func (s *Session) nextPeerExport() (int64, *ProtocolError) {
+	if len(s.exports) >= s.opts.MaxExports {
+		return 0, &ProtocolError{Reason: OutstandingCallsText(s.opts.MaxExports)}
+	}
+	id := s.peerNext
+	s.peerNext++
+	return id, nil
 }
 
 func asProto(err error) *ProtocolError {
@@ -155,12 +165,11 @@ func (streamRefuser) CallMethod(context.Context, string, []any) (any, error) {
 
 func (s *Session) handlePush(expr any, size int) *ProtocolError {
 	s.mu.Lock()
-	if len(s.exports) >= s.opts.MaxExports {
+	id, perr := s.nextPeerExport()
+	if perr != nil {
 		s.mu.Unlock()
-		return &ProtocolError{Reason: OutstandingCallsText(s.opts.MaxExports)}
+		return perr
 	}
-	id := s.peerNext
-	s.peerNext++
 	ex := &export{id: id, refcount: 1, cost: int64(size) + exportOverhead}
 	if abort := s.account(ex.cost); abort != nil {
 		defer abort() // after the lock is released
