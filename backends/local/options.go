@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -194,30 +195,29 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("local: negative option")
 	}
 	n := runtime.NumCPU()
-	fill(&o.MaxWorkers, o.PoolSize)
-	fill(&o.MaxWorkers, DefaultMaxWorkers(n))
+	o.MaxWorkers = cmp.Or(o.MaxWorkers, o.PoolSize, DefaultMaxWorkers(n))
 	o.PoolSize = o.MaxWorkers
-	fill(&o.MinWorkers, DefaultMinWorkers(n, o.MaxWorkers))
+	o.MinWorkers = cmp.Or(o.MinWorkers, DefaultMinWorkers(n, o.MaxWorkers))
 	if o.MinWorkers > o.MaxWorkers {
 		return o, fmt.Errorf("local: MinWorkers %d is above MaxWorkers %d", o.MinWorkers, o.MaxWorkers)
 	}
-	fill(&o.RunsPerWorker, DefaultRunsPerWorker)
-	fill(&o.MemoryLimitMB, protocol.DefaultMemoryLimitMB)
-	fill(&o.WorkerMemoryMB, max(DefaultWorkerMemoryMB, o.MemoryLimitMB))
+	o.RunsPerWorker = cmp.Or(o.RunsPerWorker, DefaultRunsPerWorker)
+	o.MemoryLimitMB = cmp.Or(o.MemoryLimitMB, protocol.DefaultMemoryLimitMB)
+	o.WorkerMemoryMB = cmp.Or(o.WorkerMemoryMB, max(DefaultWorkerMemoryMB, o.MemoryLimitMB))
 	if o.WorkerMemoryMB < o.MemoryLimitMB {
 		return o, fmt.Errorf("local: WorkerMemoryMB %d is below MemoryLimitMB %d: a worker could not hold one execution at its limit", o.WorkerMemoryMB, o.MemoryLimitMB)
 	}
 	if o.QueueBound < 0 {
 		o.QueueBound = 0
 	} else {
-		fill(&o.QueueBound, DefaultQueueBound)
+		o.QueueBound = cmp.Or(o.QueueBound, DefaultQueueBound)
 	}
-	fill(&o.QueueTimeout, DefaultQueueTimeout)
-	fill(&o.WorkerIdleTimeout, DefaultWorkerIdleTimeout)
-	fill(&o.DefaultTimeoutMs, protocol.DefaultTimeout)
+	o.QueueTimeout = cmp.Or(o.QueueTimeout, DefaultQueueTimeout)
+	o.WorkerIdleTimeout = cmp.Or(o.WorkerIdleTimeout, DefaultWorkerIdleTimeout)
+	o.DefaultTimeoutMs = cmp.Or(o.DefaultTimeoutMs, protocol.DefaultTimeout)
 	o.DefaultTimeoutMs = min(o.DefaultTimeoutMs, protocol.MaxSupportedTimeout)
-	fill(&o.HandlesIdleTimeout, protocol.DefaultHandlesIdleTimeout*time.Millisecond)
-	fill(&o.MaxRunsPerWorker, DefaultMaxRunsPerWorker)
+	o.HandlesIdleTimeout = cmp.Or(o.HandlesIdleTimeout, protocol.DefaultHandlesIdleTimeout*time.Millisecond)
+	o.MaxRunsPerWorker = cmp.Or(o.MaxRunsPerWorker, DefaultMaxRunsPerWorker)
 	if len(o.WorkerCommand) == 0 {
 		exe, err := os.Executable()
 		if err != nil {
@@ -232,14 +232,14 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	o.cred = cred
 	o.WorkerEnv = append([]string(nil), o.WorkerEnv...)
-	fill(&o.KillGrace, DefaultKillGrace)
-	fill(&o.StartTimeout, DefaultStartTimeout)
+	o.KillGrace = cmp.Or(o.KillGrace, DefaultKillGrace)
+	o.StartTimeout = cmp.Or(o.StartTimeout, DefaultStartTimeout)
 	if o.AddressSpaceHeadroomMB < 0 {
 		o.AddressSpaceHeadroomMB = 0
 	} else {
-		fill(&o.AddressSpaceHeadroomMB, DefaultAddressSpaceHeadroomMB)
+		o.AddressSpaceHeadroomMB = cmp.Or(o.AddressSpaceHeadroomMB, DefaultAddressSpaceHeadroomMB)
 	}
-	fill(&o.RSSHeadroomMB, DefaultRSSHeadroomMB)
+	o.RSSHeadroomMB = cmp.Or(o.RSSHeadroomMB, DefaultRSSHeadroomMB)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -253,14 +253,6 @@ func (o Options) withDefaults() (Options, error) {
 type tenantShare struct {
 	weight        float64
 	slots, borrow int
-}
-
-// fill sets *v to d when it is the zero value.
-func fill[T comparable](v *T, d T) {
-	var zero T
-	if *v == zero {
-		*v = d
-	}
 }
 
 // shareOf is tenant's share. A tenant left at the default CPU slots may

@@ -181,87 +181,44 @@ func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error)
 
 func (c *Config) applyDefaults() {
 	l := &c.Limits
-	if l.TimeoutMs == 0 {
-		l.TimeoutMs = DefaultLimitTimeoutMs
-	}
-	if l.MaxConcurrent == 0 {
-		l.MaxConcurrent = DefaultLimitConcurrent
-	}
-	if l.MaxConnections == 0 {
-		l.MaxConnections = DefaultLimitConnections
-	}
-	if l.MaxHandles == 0 {
-		l.MaxHandles = DefaultLimitHandles
-	}
-	if l.MaxMessageBytes == 0 {
-		l.MaxMessageBytes = DefaultLimitMessageBytes
-	}
-	if l.MaxCallsPerConnection == 0 {
-		l.MaxCallsPerConnection = DefaultMaxCallsPerConnection
-	}
-	if l.WireMemoryMB == 0 {
-		l.WireMemoryMB = DefaultWireMemoryMB
-	}
-	if c.Pins.Size == 0 {
-		c.Pins.Size = DefaultPinsSize
-	}
-	if c.Connections.IdleTimeout == 0 {
-		c.Connections.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.Connections.MaxUnauthenticated == 0 {
-		c.Connections.MaxUnauthenticated = DefaultMaxUnauthenticated
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	if c.Log.Format == "" {
-		c.Log.Format = "text"
-	}
-	if c.Log.Level == "" {
-		c.Log.Level = "info"
-	}
+	l.TimeoutMs = cmp.Or(l.TimeoutMs, DefaultLimitTimeoutMs)
+	l.MaxConcurrent = cmp.Or(l.MaxConcurrent, DefaultLimitConcurrent)
+	l.MaxConnections = cmp.Or(l.MaxConnections, DefaultLimitConnections)
+	l.MaxHandles = cmp.Or(l.MaxHandles, DefaultLimitHandles)
+	l.MaxMessageBytes = cmp.Or(l.MaxMessageBytes, DefaultLimitMessageBytes)
+	l.MaxCallsPerConnection = cmp.Or(l.MaxCallsPerConnection, DefaultMaxCallsPerConnection)
+	l.WireMemoryMB = cmp.Or(l.WireMemoryMB, DefaultWireMemoryMB)
+	c.Pins.Size = cmp.Or(c.Pins.Size, DefaultPinsSize)
+	c.Connections.IdleTimeout = cmp.Or(c.Connections.IdleTimeout, DefaultIdleTimeout)
+	c.Connections.MaxUnauthenticated = cmp.Or(c.Connections.MaxUnauthenticated, DefaultMaxUnauthenticated)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
+	c.Log.Format = cmp.Or(c.Log.Format, "text")
+	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	for i := range c.Backends {
 		b := &c.Backends[i]
-		if b.Readiness == "" {
-			b.Readiness = ReadinessOptional
-		}
+		b.Readiness = cmp.Or(b.Readiness, ReadinessOptional)
 		if b.Type == "local" && b.Local == nil {
 			b.Local = &LocalBackend{}
 		}
 		if r := b.Remote; r != nil {
-			if r.HealthInterval == 0 {
-				r.HealthInterval = DefaultHealthInterval
-			}
-			if r.DialTimeout == 0 {
-				r.DialTimeout = DefaultRemoteDialTimeout
-			}
+			r.HealthInterval = cmp.Or(r.HealthInterval, DefaultHealthInterval)
+			r.DialTimeout = cmp.Or(r.DialTimeout, DefaultRemoteDialTimeout)
 		}
 	}
 	for i := range c.Tenants {
 		p := &c.Tenants[i].Policy
-		if p.TimeoutMs == 0 {
-			p.TimeoutMs = l.TimeoutMs
-		}
-		if p.MaxConcurrent == 0 {
-			p.MaxConcurrent = l.MaxConcurrent
-		}
-		if p.MaxConnections == 0 {
-			p.MaxConnections = l.MaxConnections
-		}
-		if p.MaxHandles == 0 {
-			p.MaxHandles = l.MaxHandles
-		}
+		p.TimeoutMs = cmp.Or(p.TimeoutMs, l.TimeoutMs)
+		p.MaxConcurrent = cmp.Or(p.MaxConcurrent, l.MaxConcurrent)
+		p.MaxConnections = cmp.Or(p.MaxConnections, l.MaxConnections)
+		p.MaxHandles = cmp.Or(p.MaxHandles, l.MaxHandles)
 		if p.Rate > 0 && p.Burst == 0 {
 			p.Burst = max(1, int(min(p.Rate, math.MaxInt32)))
 		}
-		if p.Weight == 0 {
-			p.Weight = 1
-		}
+		p.Weight = cmp.Or(p.Weight, 1)
 	}
 	for i := range c.Routes {
-		if c.Routes[i].MaxMessageBytes == 0 {
-			c.Routes[i].MaxMessageBytes = l.MaxMessageBytes
-		}
+		r := &c.Routes[i]
+		r.MaxMessageBytes = cmp.Or(r.MaxMessageBytes, l.MaxMessageBytes)
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/supolka/codemode-gateway/protocol"
@@ -66,33 +67,14 @@ func (l *LocalBackend) Settings(numCPU int) LocalSettings {
 		QueueTimeout:      l.QueueTimeout.Std(),
 		WorkerIdleTimeout: l.WorkerIdleTimeout.Std(),
 	}
-	if s.MaxWorkers == 0 {
-		s.MaxWorkers = l.PoolSize
-	}
-	if s.MaxWorkers == 0 {
-		s.MaxWorkers = DefaultLocalWorkersPerCPU * numCPU
-	}
-	if s.MinWorkers == 0 {
-		s.MinWorkers = min(numCPU, s.MaxWorkers)
-	}
-	if s.RunsPerWorker == 0 {
-		s.RunsPerWorker = DefaultLocalRunsPerWorker
-	}
-	if s.MemoryMB == 0 {
-		s.MemoryMB = protocol.DefaultMemoryLimitMB
-	}
-	if s.WorkerMemoryMB == 0 {
-		s.WorkerMemoryMB = max(DefaultLocalWorkerMemoryMB, s.MemoryMB)
-	}
-	if s.Queue == 0 {
-		s.Queue = DefaultLocalQueue
-	}
-	if s.QueueTimeout == 0 {
-		s.QueueTimeout = DefaultLocalQueueTimeout
-	}
-	if s.WorkerIdleTimeout == 0 {
-		s.WorkerIdleTimeout = DefaultLocalWorkerIdleTimeout
-	}
+	s.MaxWorkers = cmp.Or(s.MaxWorkers, l.PoolSize, DefaultLocalWorkersPerCPU*numCPU)
+	s.MinWorkers = cmp.Or(s.MinWorkers, min(numCPU, s.MaxWorkers))
+	s.RunsPerWorker = cmp.Or(s.RunsPerWorker, DefaultLocalRunsPerWorker)
+	s.MemoryMB = cmp.Or(s.MemoryMB, protocol.DefaultMemoryLimitMB)
+	s.WorkerMemoryMB = cmp.Or(s.WorkerMemoryMB, max(DefaultLocalWorkerMemoryMB, s.MemoryMB))
+	s.Queue = cmp.Or(s.Queue, DefaultLocalQueue)
+	s.QueueTimeout = cmp.Or(s.QueueTimeout, DefaultLocalQueueTimeout)
+	s.WorkerIdleTimeout = cmp.Or(s.WorkerIdleTimeout, DefaultLocalWorkerIdleTimeout)
 	s.CPUSlots = DefaultCPUSlots(numCPU, s.MaxWorkers)
 	return s
 }
