@@ -245,6 +245,43 @@ type deathNote struct {
 	oom    bool       // the runtime died out of memory
 }
 
+// deathKind is what ended a worker, in the order a death is classified.
+type deathKind uint8
+
+const (
+	deathCrashed  deathKind = iota // nothing of the parent's: the process died or broke the protocol by itself
+	deathClosed                    // the executor is closing
+	deathRSS                       // the parent killed it for memory (RSS, or a memory cancel ignored)
+	deathTimeout                   // the parent killed it for a run past its deadline
+	deathRlimit                    // the runtime ran out of its address space
+	deathProtocol                  // the parent killed it for a frame it could not accept
+	deathRetired                   // the pool stopped it
+)
+
+// String names the kind for span events.
+func (k deathKind) String() string {
+	return [...]string{"crashed", "closed", "rss", "timeout", "rlimit", "protocol", "retired"}[k]
+}
+
+// kind classifies the death; the stats, the log and the span read it.
+func (d deathNote) kind() deathKind {
+	switch {
+	case d.closed:
+		return deathClosed
+	case d.reason == killMemory:
+		return deathRSS
+	case d.reason == killOverrun:
+		return deathTimeout
+	case d.oom:
+		return deathRlimit
+	case d.reason == killProtocol:
+		return deathProtocol
+	case d.reason == killRetired:
+		return deathRetired
+	}
+	return deathCrashed
+}
+
 // bound is the declared failure text a death reports to run r: the one
 // blamed for a bound only stopping the process could hold. Empty when r is
 // not to blame.

@@ -28,24 +28,5 @@ func (e *Executor) traceStart(ctx context.Context, w *worker, wait time.Duration
 // traceDeath records on a run's span that its worker process died, and
 // why.
 func (r *run) traceDeath(d deathNote) {
-	telemetry.WorkerKilled(r.runCtx, r.w.p.pid, d.kind())
-}
-
-// kind names a worker's death for a span event.
-func (d deathNote) kind() string {
-	switch {
-	case d.closed:
-		return "closed"
-	case d.reason == killMemory:
-		return "rss"
-	case d.reason == killOverrun:
-		return "timeout"
-	case d.oom:
-		return "rlimit"
-	case d.reason == killProtocol:
-		return "protocol"
-	case d.reason == killRetired:
-		return "retired"
-	}
-	return "crashed"
+	telemetry.WorkerKilled(r.runCtx, r.w.p.pid, d.kind().String())
 }

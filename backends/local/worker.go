@@ -319,16 +319,14 @@ func (w *worker) died() {
 	w.mu.Unlock()
 	e.workerGone(w)
 
-	switch {
-	case d.closed:
-	case reason == killMemory:
+	switch d.kind() {
+	case deathRSS:
 		e.stats.rssKills.Add(1)
-	case reason == killOverrun:
+	case deathTimeout:
 		e.stats.timeoutKills.Add(1)
-	case d.oom:
+	case deathRlimit:
 		e.stats.outOfMemory.Add(1)
-	case reason == killRetired:
-	default:
+	case deathCrashed, deathProtocol:
 		if len(runs) > 0 {
 			e.opts.Logger.Warn("local executor: worker crashed", "pid", w.p.pid, "tenant", w.tenant, "runs", len(runs), "exit", w.p.describeExit(), "stream", fmt.Sprint(w.p.readErr))
 		}
