@@ -34,6 +34,13 @@ func (v *validator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, &Problem{File: v.file, Line: lineOf(v.lines, path), Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// notNegative reports the key at path when its value is below zero.
+func (v *validator) notNegative(path string, n int64) {
+	if n < 0 {
+		v.add(path, "must not be negative")
+	}
+}
+
 // namePattern is what tenant and backend names may be: they appear in logs,
 // metrics labels and executionIds.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -72,23 +79,13 @@ func (v *validator) validate(c *Config) {
 	default:
 		v.add("log.level", "%q is not a log level; use debug, info, warn or error", c.Log.Level)
 	}
-	if c.Connections.IdleTimeout < 0 {
-		v.add("connections.idleTimeout", "must not be negative")
-	}
-	if c.Connections.MaxUnauthenticated < 0 {
-		v.add("connections.maxUnauthenticated", "must not be negative")
-	}
-	if c.Connections.DescriptorReserve < 0 {
-		v.add("connections.descriptorReserve", "must not be negative")
-	}
-	if c.DrainTimeout < 0 {
-		v.add("drainTimeout", "must not be negative")
-	}
+	v.notNegative("connections.idleTimeout", int64(c.Connections.IdleTimeout))
+	v.notNegative("connections.maxUnauthenticated", int64(c.Connections.MaxUnauthenticated))
+	v.notNegative("connections.descriptorReserve", int64(c.Connections.DescriptorReserve))
+	v.notNegative("drainTimeout", int64(c.DrainTimeout))
 	v.limits(c.Limits)
 	v.tracing(c.Tracing)
-	if c.Pins.Size < 0 {
-		v.add("pins.size", "must not be negative")
-	}
+	v.notNegative("pins.size", int64(c.Pins.Size))
 	if env := c.ExecutionIDs.KeyEnv; env != "" && len(v.getenv(env)) < 32 {
 		v.add("executionIds.keyEnv", "environment variable %s must hold a key of at least 32 bytes, the same on every replica", env)
 	}
@@ -221,21 +218,12 @@ func (v *validator) limits(l Limits) {
 	if l.TimeoutMs < 0 || l.TimeoutMs > protocol.MaxSupportedTimeout {
 		v.add("limits.timeoutMs", "must be between 1 and %d (the widest delay a 32-bit timer accepts)", protocol.MaxSupportedTimeout)
 	}
-	for _, f := range []struct {
-		path string
-		n    int64
-	}{
-		{"limits.maxConcurrent", int64(l.MaxConcurrent)},
-		{"limits.maxConnections", int64(l.MaxConnections)},
-		{"limits.maxHandles", int64(l.MaxHandles)},
-		{"limits.maxMessageBytes", l.MaxMessageBytes},
-		{"limits.maxCallsPerConnection", int64(l.MaxCallsPerConnection)},
-		{"limits.wireMemoryMB", int64(l.WireMemoryMB)},
-	} {
-		if f.n < 0 {
-			v.add(f.path, "must not be negative")
-		}
-	}
+	v.notNegative("limits.maxConcurrent", int64(l.MaxConcurrent))
+	v.notNegative("limits.maxConnections", int64(l.MaxConnections))
+	v.notNegative("limits.maxHandles", int64(l.MaxHandles))
+	v.notNegative("limits.maxMessageBytes", l.MaxMessageBytes)
+	v.notNegative("limits.maxCallsPerConnection", int64(l.MaxCallsPerConnection))
+	v.notNegative("limits.wireMemoryMB", int64(l.WireMemoryMB))
 	if l.MaxCallsPerConnection > 0 && l.MaxCallsPerConnection < 16 {
 		v.add("limits.maxCallsPerConnection", "%d is too small: a client keeps a few calls open beside each execution; use at least 16, or leave it out for 1024", l.MaxCallsPerConnection)
 	}
@@ -259,25 +247,16 @@ func (v *validator) backend(path string, b *Backend) {
 			v.add(path+".remote", "a local backend takes no remote section")
 		}
 		l := b.Local
-		for _, f := range []struct {
-			key string
-			n   int64
-		}{
-			{"minWorkers", int64(l.MinWorkers)},
-			{"maxWorkers", int64(l.MaxWorkers)},
-			{"poolSize", int64(l.PoolSize)},
-			{"runsPerWorker", int64(l.RunsPerWorker)},
-			{"workerMemoryMB", int64(l.WorkerMemoryMB)},
-			{"queue", int64(l.Queue)},
-			{"queueTimeout", int64(l.QueueTimeout)},
-			{"workerIdleTimeout", int64(l.WorkerIdleTimeout)},
-			{"memoryMB", int64(l.MemoryMB)},
-			{"defaultTimeoutMs", l.DefaultTimeoutMs},
-		} {
-			if f.n < 0 {
-				v.add(path+".local."+f.key, "must not be negative")
-			}
-		}
+		v.notNegative(path+".local.minWorkers", int64(l.MinWorkers))
+		v.notNegative(path+".local.maxWorkers", int64(l.MaxWorkers))
+		v.notNegative(path+".local.poolSize", int64(l.PoolSize))
+		v.notNegative(path+".local.runsPerWorker", int64(l.RunsPerWorker))
+		v.notNegative(path+".local.workerMemoryMB", int64(l.WorkerMemoryMB))
+		v.notNegative(path+".local.queue", int64(l.Queue))
+		v.notNegative(path+".local.queueTimeout", int64(l.QueueTimeout))
+		v.notNegative(path+".local.workerIdleTimeout", int64(l.WorkerIdleTimeout))
+		v.notNegative(path+".local.memoryMB", int64(l.MemoryMB))
+		v.notNegative(path+".local.defaultTimeoutMs", l.DefaultTimeoutMs)
 		if l.PoolSize != 0 && l.MaxWorkers != 0 {
 			v.add(path+".local.poolSize", "poolSize is the old name of maxWorkers; keep one")
 		}
@@ -300,9 +279,7 @@ func (v *validator) backend(path string, b *Backend) {
 				}
 			}
 		}
-		if l.HandlesIdleTimeout < 0 {
-			v.add(path+".local.handlesIdleTimeout", "must not be negative")
-		}
+		v.notNegative(path+".local.handlesIdleTimeout", int64(l.HandlesIdleTimeout))
 		if l.Native.MaxResponseBytes < 0 || l.Native.RequestTimeout < 0 {
 			v.add(path+".local.native", "maxResponseBytes and requestTimeout must not be negative")
 		}
