@@ -9,11 +9,16 @@ package tsclient
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
 )
 
 // TestTypeScriptPackage builds the package with tsc (strict, ESM and
@@ -46,7 +51,8 @@ func TestTypeScriptPackage(t *testing.T) {
 	run(t, ctx, nil, tsc, "-p", "tsconfig.types.json")
 	run(t, ctx, nil, tsc, "-p", "tsconfig.ai7.json")
 	run(t, ctx, nil, tsc, "-p", filepath.Join("..", "..", "examples", "tsconfig.json"), "--noEmit")
-	env := []string{"GATEWAY_BIN=" + bin}
+	rcv, spans := spanReceiver(t)
+	env := []string{"GATEWAY_BIN=" + bin, "OTLP_TRACES_URL=" + rcv.URL(), "OTLP_SPANS_URL=" + spans}
 	if chromium := os.Getenv("CHROMIUM"); chromium != "" {
 		env = append(env, "CHROMIUM="+chromium)
 	}
@@ -56,6 +62,33 @@ func TestTypeScriptPackage(t *testing.T) {
 	}
 	run(t, ctx, env, "node", append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, files...)...)
 	run(t, ctx, append(env, "AI_SDK_MAJOR=7"), node22, "--import", "./test/ai7/resolve-ai.mjs", "--test", "--test-reporter=spec", filepath.Join("test", "ai.test.mjs"))
+}
+
+// receivedSpan is what test/tracing.test.mjs reads of a span the gateway
+// exported.
+type receivedSpan struct {
+	Name         string `json:"name"`
+	TraceID      string `json:"traceId"`
+	SpanID       string `json:"spanId"`
+	ParentSpanID string `json:"parentSpanId"`
+}
+
+// spanReceiver runs an OTLP receiver for the gateways the tests start, and
+// a loopback server that lists what it received as JSON for the tests to
+// read; both close with the test.
+func spanReceiver(t *testing.T) (*otlptest.Receiver, string) {
+	rcv := otlptest.Start()
+	t.Cleanup(rcv.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		out := []receivedSpan{}
+		for _, s := range rcv.Spans() {
+			out = append(out, receivedSpan{Name: s.Name, TraceID: s.TraceID(), SpanID: s.ID(), ParentSpanID: s.ParentID()})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(srv.Close)
+	return rcv, srv.URL
 }
 
 func run(t *testing.T, ctx context.Context, env []string, name string, args ...string) {
