@@ -41,7 +41,7 @@ func NewExecutorServer(exec *local.Executor, log *slog.Logger, version string) *
 			Help: "Executions in flight.",
 		}),
 	}
-	pools := func(yield func(string, *local.Executor) bool) { yield(ExecutorServerBackend, exec) }
+	pools := func(yield func(string, poolReporter) bool) { yield(ExecutorServerBackend, exec) }
 	s.reg.MustRegister(s.executions, s.wall, s.inFlight, newPoolCollector(pools))
 	s.reg.MustRegister(processCollectors(version)...)
 	return s

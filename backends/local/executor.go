@@ -2,13 +2,11 @@ package local
 
 import (
 	"context"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/sandbox"
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -158,19 +156,6 @@ func (e *Executor) isClosed() bool {
 	return e.closed
 }
 
-// nativeFor is the executor's native-fetch settings with a request's extra
-// denied ranges added. They bind even inside the executor's allow list:
-// the allow list carves exceptions out of the executor's own deny list,
-// never out of the request's.
-func nativeFor(own webplatform.NativeOptions, deny []netip.Prefix) webplatform.NativeOptions {
-	if len(deny) == 0 {
-		return own
-	}
-	n := own
-	n.DenyAlways = append(append([]netip.Prefix(nil), own.DenyAlways...), deny...)
-	return n
-}
-
 // memoryLimit is a request's own lower limit, else the executor's.
 func memoryLimit(requested, own int) int {
 	if requested > 0 && requested < own {
@@ -201,7 +186,7 @@ func (e *Executor) jobFor(req *protocol.ExecuteRequest) (sandbox.Job, error) {
 		CountHostWaits: protocol.ResolveCountHostWaits(req.CountHostWaits, e.opts.CountHostWaits),
 		MemoryLimitMB:  memoryLimit(req.MemoryLimitMB, e.opts.MemoryLimitMB),
 		OutboundMode:   req.Outbound.Mode(),
-		Native:         nativeFor(e.opts.Native, req.NativeDeny),
+		Native:         e.opts.Native.forJob(req.NativeDeny),
 		RetainHandles:  req.RetainHandles,
 	}, nil
 }
