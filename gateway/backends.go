@@ -29,7 +29,7 @@ type member struct {
 	// label names it in logs: the group, and for a remote member its
 	// place in the group's list when it joined.
 	label string
-	exec  protocol.Executor
+	exec  protocol.PolicyExecutor
 	// health checks a remote member between executions; nil for the local
 	// pool, which is always healthy.
 	health healthChecker
@@ -285,14 +285,14 @@ func (g *group) candidates() []*member {
 	return out
 }
 
-// execute runs req on the least loaded member. A run that could not start
-// there (the queue is full, or the server refused the connection) is tried
-// on the next; a run that started is never replayed.
-func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, *member, error) {
+// execute runs req under p on the least loaded member. A run that could
+// not start there (the queue is full, or the server refused the
+// connection) is tried on the next; a run that started is never replayed.
+func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, *member, error) {
 	var lastErr error
 	for _, m := range g.candidates() {
 		m.inFlight.Add(1)
-		res, err := m.exec.Execute(ctx, req)
+		res, err := m.exec.ExecuteWith(ctx, req, p)
 		m.inFlight.Add(-1)
 		err = m.forTenant(err)
 		switch protocol.CodeOf(err) {

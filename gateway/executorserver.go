@@ -47,12 +47,18 @@ func NewExecutorServer(exec *local.Executor, log *slog.Logger, version string) *
 	return s
 }
 
-// Execute implements protocol.Executor.
+// Execute implements protocol.Executor: ExecuteWith with no policy.
 func (s *ExecutorServer) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return s.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor: the ExecutorApi server
+// passes the hook that releases the stubs it kept.
+func (s *ExecutorServer) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	s.inFlight.Inc()
 	defer s.inFlight.Dec()
 	start := time.Now()
-	res, err := s.exec.Execute(ctx, req)
+	res, err := s.exec.ExecuteWith(ctx, req, p)
 	wall := time.Since(start)
 	oc := outcome(res, err)
 	s.executions.WithLabelValues(ExecutorServerBackend, oc).Inc()
@@ -89,4 +95,4 @@ func (s *ExecutorServer) AdminHandler() http.Handler {
 	}})
 }
 
-var _ protocol.Executor = (*ExecutorServer)(nil)
+var _ protocol.PolicyExecutor = (*ExecutorServer)(nil)

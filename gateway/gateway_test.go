@@ -944,12 +944,11 @@ func memberClosesHandlesByItself(t *testing.T, outbound protocol.Outbound) {
 	e := start(t, nil)
 	ex := e.mustDial(t, "/v1/executor", "globex")
 	closed := make(chan string, 1)
-	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{
+	res, err := ex.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
 		Code:          "retain",
 		RetainHandles: true,
 		Outbound:      outbound,
-		HandlesClosed: func(id string) { closed <- id },
-	})
+	}, protocol.Policy{HandlesClosed: func(id string) { closed <- id }})
 	if err != nil || res.ExecutionID == "" {
 		t.Fatalf("no grant: %+v, %v", res, err)
 	}

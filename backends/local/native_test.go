@@ -67,7 +67,7 @@ func TestRequestDenyBindsInsideTheAllowList(t *testing.T) {
 		{nil, `"inside"`},
 		{[]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, `"refused"`},
 	} {
-		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: code, NativeDeny: c.deny})
+		res, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{Code: code}, protocol.Policy{NativeDeny: c.deny})
 		if err != nil || res.ResultJSON != c.want {
 			t.Fatalf("deny %v: %+v, %v; want %s", c.deny, res, err, c.want)
 		}

@@ -113,7 +113,7 @@ type Options struct {
 	// WorkerIdleTimeout stops a tenant's worker that ran nothing for this
 	// long. Default: DefaultWorkerIdleTimeout.
 	WorkerIdleTimeout time.Duration
-	// Shares gives each tenant's share of the pool (ExecuteRequest.Tenant);
+	// Shares gives each tenant's share of the pool (Policy.Tenant);
 	// it is called on every placement, so it may change while the
 	// executor runs. Nil gives every tenant the default share.
 	Shares func(tenant string) Share
