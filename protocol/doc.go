@@ -17,7 +17,10 @@
 // the largest bound the serving side supports, never above
 // MaxSupportedTimeout). Outbound is tri-state too: absent (native), a
 // function (stub) or null (disabled), and Outbound.Mode names its
-// OutboundMode on the wire.
+// OutboundMode on the wire. What a Go caller adds beside the request and
+// never sends (a tenant, its lower memory limit and denied ranges, a hook
+// for closed handles) is a Policy, passed to a PolicyExecutor's
+// ExecuteWith.
 //
 // On the wire, execute carries the plain-data fields as ExecuteCallOptions
 // (modules as [name, source] pairs, because capnweb deletes object keys

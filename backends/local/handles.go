@@ -255,7 +255,7 @@ func (h *held) run() {
 				e.mu.Unlock()
 			})
 		}
-		if fn := r.req.HandlesClosed; fn != nil {
+		if fn := r.handlesClosed; fn != nil {
 			go fn(h.id)
 		}
 		close(h.done)

@@ -8,7 +8,7 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// TestHandlesClosedHookFires: the request's HandlesClosed is called once,
+// TestHandlesClosedHookFires: the policy's HandlesClosed is called once,
 // with the executionId, whatever closed the handles: here the idle bound
 // and CloseHandles.
 func TestHandlesClosedHookFires(t *testing.T) {
@@ -21,11 +21,10 @@ func TestHandlesClosedHookFires(t *testing.T) {
 	defer cancel()
 	grant := func(closed chan string) string {
 		t.Helper()
-		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{
+		res, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{
 			Code:          "async () => (req) => new Response('ok')",
 			RetainHandles: true,
-			HandlesClosed: func(id string) { closed <- id },
-		})
+		}, protocol.Policy{HandlesClosed: func(id string) { closed <- id }})
 		if err != nil || res.ExecutionID == "" {
 			t.Fatalf("no grant: %+v, %v", res, err)
 		}

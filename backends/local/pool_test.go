@@ -618,7 +618,7 @@ func waitWarm(t *testing.T, e *Executor, n int64) {
 // process id.
 func pidFor(t *testing.T, e *Executor, tenant string) int {
 	t.Helper()
-	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid", Tenant: tenant})
+	res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "pid"}, protocol.Policy{Tenant: tenant})
 	if err != nil || res.HasError {
 		t.Fatalf("pid for %q: %+v, %v", tenant, res, err)
 	}

@@ -45,6 +45,9 @@ type run struct {
 	// (held) once Execute kept it.
 	granted bool
 	held    atomic.Pointer[held]
+	// handlesClosed is the caller's Policy.HandlesClosed, called when the
+	// retained execution closes.
+	handlesClosed func(executionID string)
 }
 
 const (

@@ -10,7 +10,7 @@ import (
 )
 
 // Client calls ExecutorApi on one capnweb session. It implements
-// protocol.Executor except Close, which belongs to whoever owns the
+// protocol.PolicyExecutor except Close, which belongs to whoever owns the
 // session; backends/remote adds dialing and reconnection around it.
 type Client struct {
 	main *capnweb.Stub
@@ -51,8 +51,15 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Execute implements protocol.Executor.
+// Execute implements protocol.Executor: ExecuteWith with no policy.
 func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return c.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor. Of p only HandlesClosed
+// applies: the rest of a policy has no wire form, and the server applies
+// its own operator's.
+func (c *Client) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	opts, err := optionsToWire(req)
 	if err != nil {
 		var kind *protocol.UnsupportedModuleKindError
@@ -69,8 +76,8 @@ func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 		dispatch = dispatchFunc(req.Dispatch)
 	}
 	var watch *handlesWatch
-	if req.RetainHandles && req.HandlesClosed != nil {
-		watch = newHandlesWatch(req.HandlesClosed)
+	if req.RetainHandles && p.HandlesClosed != nil {
+		watch = newHandlesWatch(p.HandlesClosed)
 		if req.Outbound.Func() == nil && c.lendsLifetime {
 			opts = append(opts, capnweb.Field{Key: extensionHandlesLifetime, Value: &handlesLifetime{watch: watch}})
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// Recorder is a protocol.Executor for tests of what sits in front of an
+// Recorder is a protocol.PolicyExecutor for tests of what sits in front of an
 // executor (the wire, the gateway). It records every request it receives
 // and acts on a small command language in the code, so each test states
 // what the far side does:
@@ -52,7 +52,14 @@ func (f *Recorder) Last() *protocol.ExecuteRequest {
 	return f.requests[len(f.requests)-1]
 }
 
+// Execute implements protocol.Executor: ExecuteWith with no policy.
 func (f *Recorder) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return f.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor; of p it keeps the
+// HandlesClosed of a retained execution.
+func (f *Recorder) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	f.mu.Unlock()
@@ -90,8 +97,8 @@ func (f *Recorder) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 		rand.Read(id)
 		f.mu.Lock()
 		f.handles[hex.EncodeToString(id)] = req.Outbound.Func()
-		if req.HandlesClosed != nil {
-			f.onClosed[hex.EncodeToString(id)] = req.HandlesClosed
+		if p.HandlesClosed != nil {
+			f.onClosed[hex.EncodeToString(id)] = p.HandlesClosed
 		}
 		f.mu.Unlock()
 		return &protocol.ExecuteResult{ExecutionID: hex.EncodeToString(id), Handles: []string{"fetch"}}, nil
@@ -160,7 +167,7 @@ func (f *Recorder) ExpireAll() int {
 }
 
 // end forgets id's handles and calls its HandlesClosed, on its own
-// goroutine, as the contract's Go surface says.
+// goroutine, as protocol.Policy says.
 func (f *Recorder) end(id string) {
 	f.mu.Lock()
 	delete(f.handles, id)
