@@ -59,3 +59,31 @@ func TestFailureTextsDecideNothing(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// A remote member's result brings its failure kind along (the result's
+// failure member), the outcome follows it, and the gateway passes it on to
+// its caller: the timeout text from a member that does not say what ended
+// the run is a user error.
+func TestRemoteOutcomeFollowsTheMembersKind(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "globex")
+	text := protocol.NewExecutionTimeoutError(300).Error()
+	for _, c := range []struct {
+		code    string
+		kind    protocol.FailureKind
+		outcome string
+	}{
+		{"failure:timeout:" + text, protocol.FailureTimeout, "timeout"},
+		{"failure:memory:" + text, protocol.FailureMemory, "memory"},
+		{"failure:payload:" + text, protocol.FailurePayload, "payload"},
+		{"error:" + text, protocol.FailureNone, "user_error"},
+	} {
+		res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: c.code})
+		if err != nil || res.Error != text || res.Failure != c.kind {
+			t.Fatalf("%s: %+v, %v; want failure %q", c.code, res, err, c.kind)
+		}
+		if got := e.metric(t, `codemode_executions_total{backend="far",outcome="`+c.outcome+`",tenant="globex"}`); got != "1" {
+			t.Fatalf("%s: outcome %s counted %s, want 1", c.code, c.outcome, got)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/executortest"
 )
 
 // A handler's throw whose text reads exactly like the timeout text closes
@@ -68,3 +69,35 @@ func TestEndsHandlesReadsTypes(t *testing.T) {
 type errorText string
 
 func (e errorText) Error() string { return string(e) }
+
+// A failed run's kind crosses the wire as the result's failure member: the
+// executor's kind arrives, a text alone arrives as no kind, and a member
+// this client cannot read is ignored.
+func TestFailureKindCrossesTheWire(t *testing.T) {
+	rec := executortest.NewRecorder()
+	ctx, client := connect(t, NewServer(rec, ServerOptions{}))
+	text := protocol.NewExecutionTimeoutError(300).Error()
+	for _, c := range []struct {
+		code string
+		want protocol.FailureKind
+	}{
+		{"failure:timeout:" + text, protocol.FailureTimeout},
+		{"failure:memory:" + text, protocol.FailureMemory},
+		{"failure:thrown:" + text, protocol.FailureThrown},
+		{"error:" + text, protocol.FailureNone},
+	} {
+		res, err := client.Execute(ctx, &protocol.ExecuteRequest{Code: c.code})
+		if err != nil || res.Error != text || res.Failure != c.want {
+			t.Errorf("%s: %+v, %v; want failure %q", c.code, res, err, c.want)
+		}
+	}
+	for _, v := range []any{"bored", "Timeout", 3.0, true} {
+		res, err := resultFromWire(map[string]any{"error": "boom", "logs": []any{}, "failure": v})
+		if err != nil || res.Error != "boom" || res.Failure != protocol.FailureNone {
+			t.Errorf("failure %v: %+v, %v; want it ignored", v, res, err)
+		}
+	}
+	if res, err := resultFromWire(map[string]any{"resultJson": "1", "logs": []any{}, "failure": "timeout"}); err != nil || res.Failure != protocol.FailureNone {
+		t.Errorf("a failure beside no error: %+v, %v; want it ignored", res, err)
+	}
+}
