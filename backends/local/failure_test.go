@@ -3,7 +3,6 @@ package local
 import (
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -96,13 +95,6 @@ func TestHandlesThrownBoundTextKeepsServing(t *testing.T) {
 	if err == nil || err.Error() != timeoutText || protocol.FailureOf(err) != protocol.FailureTimeout {
 		t.Fatalf("a spinning handler: %v (%q)", err, protocol.FailureOf(err))
 	}
-	select {
-	case got := <-closed:
-		if got != id {
-			t.Fatalf("HandlesClosed(%q), want %q", got, id)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the bound did not close the handles")
-	}
+	expectHook(t, closed, id, "the bound")
 	wantClosed(t, e, id)
 }

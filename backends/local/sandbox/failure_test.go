@@ -82,24 +82,3 @@ func TestRetainedFailureKinds(t *testing.T) {
 		t.Fatalf("the session ended with %q (%q)", r.EndText(), r.EndFailure())
 	}
 }
-
-// A retained session ended by its context reports the cause's kind; one
-// closed reports none.
-func TestRetainedEndKindOfACancelAndAClose(t *testing.T) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	j := job(`async () => () => new Response('ok')`)
-	j.RetainHandles = true
-	_, r := runRetained(t, ctx, j, nil)
-	if r == nil {
-		t.Fatal("no grant")
-	}
-	cancel(protocol.NewMemoryLimitError(128))
-	if inv := r.Invoke(get("/")); !inv.Ended || inv.Failure != protocol.FailureMemory || r.EndFailure() != protocol.FailureMemory {
-		t.Fatalf("after the memory cancel: %+v, end %q", inv, r.EndFailure())
-	}
-	_, closed := retain(t, job(`async () => () => new Response('ok')`), nil)
-	closed.Close()
-	if inv := closed.Invoke(get("/")); !inv.Ended || inv.HasErr || inv.Failure != protocol.FailureNone || closed.EndFailure() != protocol.FailureNone {
-		t.Fatalf("after Close: %+v, end %q", inv, closed.EndFailure())
-	}
-}
