@@ -149,7 +149,8 @@ func prepare() *session {
 
 // run executes job in the prepared session s, which it uses up.
 func (s *session) run(parent context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained) {
-	// What fails before the program runs is refused in the program.
+	// What fails before the program runs (a source, a module, a provider)
+	// is the program's own failure.
 	fail := func(text string) (*protocol.ExecuteResult, *Retained) { return failed(thrown(text)), nil }
 	// Compiling is work of the run's too: the gate is held from here until
 	// the loop first waits, and again whenever it runs something. A
