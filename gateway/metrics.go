@@ -262,18 +262,19 @@ func outcome(res *protocol.ExecuteResult, err error) string {
 		}
 		return "error"
 	}
-	switch {
-	case !res.HasError:
+	if !res.HasError {
 		return "ok"
-	case protocol.MatchesExecutionTimeout(res.Error):
-		return "timeout"
-	case protocol.MatchesMemoryLimit(res.Error):
-		return "memory"
-	case protocol.MatchesPayloadTooLarge(res.Error):
-		return "payload"
-	default:
-		return "user_error"
 	}
+	switch res.Failure {
+	case protocol.FailureTimeout:
+		return "timeout"
+	case protocol.FailureMemory:
+		return "memory"
+	case protocol.FailurePayload:
+		return "payload"
+	}
+	// What the program threw, or a failure its executor did not name.
+	return "user_error"
 }
 
 // observeDispatch counts and times the tool calls of one execution.

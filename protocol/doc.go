@@ -65,6 +65,11 @@
 // ToolNotFoundError; and the texts CompletedText, OutsideEnvelopeText and
 // ConsoleCaptureMessage.
 //
+// The texts are the model's to read, and a program can throw one word for
+// word. Code that must decide by how a run failed reads its FailureKind
+// (ExecuteResult.Failure, FailureOf for an error), never its text; the
+// Matches functions serve only a caller that has nothing but the text.
+//
 // A fault is the infrastructure breaking under an execution. It reaches the
 // calling application as an error carrying a Code (see Coded, CodeOf and
 // Fault); QUEUE_OVERFLOW and WORKER_CRASHED are Retryable. Only the message,

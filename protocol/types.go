@@ -44,6 +44,10 @@ type ExecuteResult struct {
 	Error string
 	// HasError tells an empty error text apart from no error.
 	HasError bool
+	// Failure is what ended the run when HasError is true, as its executor
+	// knows it: decide by it, never by Error's text. Go-only, except as the
+	// result message's optional failure member (an extension).
+	Failure FailureKind
 	// Logs are the captured console lines, in the order they were written.
 	Logs []LogLine
 	// ExecutionID is present only when retainHandles was honoured.

@@ -82,7 +82,7 @@ func (e *Executor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest
 	}
 	job, err := e.jobFor(req, p)
 	if err != nil {
-		return failure(err.Error()), nil
+		return failure(err), nil
 	}
 	queued := time.Now()
 	var r *run
@@ -248,7 +248,8 @@ func crashedFault(msg string) error {
 	return protocol.NewFault(protocol.CodeWorkerCrashed, msg)
 }
 
-// failure is a result envelope carrying a declared failure's text.
-func failure(text string) *protocol.ExecuteResult {
-	return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}
+// failure is a result envelope carrying the declared failure err: its
+// text, and the kind its type is.
+func failure(err error) *protocol.ExecuteResult {
+	return &protocol.ExecuteResult{Error: err.Error(), HasError: true, Failure: protocol.FailureOf(err), Logs: []protocol.LogLine{}}
 }

@@ -249,7 +249,7 @@ func TestHandlesInvocationStuckInGoCodeIsKilled(t *testing.T) {
 		Timeout: protocol.TimeoutOf(300),
 	})
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
-	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() {
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() || protocol.FailureOf(err) != protocol.FailureTimeout {
 		t.Fatalf("stuck invocation: %v, want the timeout text", err)
 	}
 	wantClosed(t, e, id)
@@ -272,7 +272,7 @@ func TestHandlesTimerAllocatingUntilTheMemoryLimit(t *testing.T) {
 		return s.HeapLimits+s.RSSKills+s.OutOfMemory > 0
 	})
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
-	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() {
+	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() || protocol.FailureOf(err) != protocol.FailureMemory {
 		t.Fatalf("after the memory limit: %v, want the memory text", err)
 	}
 	wantClosed(t, e, id)
@@ -467,7 +467,7 @@ func TestHandlesTimerSpinningBetweenInvocations(t *testing.T) {
 		t.Fatalf("answered %q", got)
 	}
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
-	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() {
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() || protocol.FailureOf(err) != protocol.FailureTimeout {
 		t.Fatalf("behind a spinning timer: %v, want the timeout text", err)
 	}
 	wantClosed(t, e, id)
@@ -553,7 +553,7 @@ func TestHandlesInvocationMemoryLimitCloses(t *testing.T) {
 		t.Fatalf("answered %q", got)
 	}
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/grow"))
-	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() {
+	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() || protocol.FailureOf(err) != protocol.FailureMemory {
 		t.Fatalf("a growing invocation: %v, want the memory text", err)
 	}
 	wantClosed(t, e, id)

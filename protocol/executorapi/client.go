@@ -66,7 +66,7 @@ func (c *Client) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 		if errors.As(err, &kind) {
 			// The map cannot cross the wire; the model reads why, in the
 			// envelope, exactly as the local executor reports it.
-			return &protocol.ExecuteResult{Error: kind.Error(), HasError: true}, nil
+			return &protocol.ExecuteResult{Error: kind.Error(), HasError: true, Failure: protocol.FailureOf(kind)}, nil
 		}
 		return nil, err
 	}
@@ -183,17 +183,15 @@ func Message(err error) string {
 }
 
 // EndsHandles reports whether an invokeHandle error means the execution's
-// handles are gone: HANDLES_CLOSED, or a run bound (timeout, memory) that
-// ended the invocation and closed them.
+// handles are gone: HANDLES_CLOSED, or a run bound (an
+// *ExecutionTimeoutError or *MemoryLimitError, as an executor in this
+// process returns it) that ended the invocation and closed them. It reads
+// types, never texts: a bound's text that crossed the wire is no proof
+// (the handler may have thrown it), so a Client learns of those closes
+// from the server releasing the execution's outbound function or its
+// handlesLifetime, or from HANDLES_CLOSED on its next call.
 func EndsHandles(err error) bool {
-	if err == nil {
-		return false
-	}
-	if protocol.CodeOf(err) == protocol.CodeHandlesClosed {
-		return true
-	}
-	m := Message(err)
-	return protocol.MatchesExecutionTimeout(m) || protocol.MatchesMemoryLimit(m)
+	return err != nil && (protocol.CodeOf(err) == protocol.CodeHandlesClosed || protocol.FailureOf(err).EndsHandles())
 }
 
 // dispatchFunc exports a DispatchFunc as a callable capnweb value with the

@@ -221,7 +221,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		}
 		// A module map the rules refuse is a declared failure: it goes to
 		// the model in the envelope, as the local executor reports it.
-		return resultToWire(protocol.ResultMessageOf(&protocol.ExecuteResult{Error: err.Error(), HasError: true})), nil
+		return resultToWire(protocol.ResultMessageOf(&protocol.ExecuteResult{Error: err.Error(), HasError: true, Failure: protocol.FailureOf(err)})), nil
 	}
 	switch d := arg(args, 3).(type) {
 	case *capnweb.Stub:

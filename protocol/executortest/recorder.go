@@ -20,6 +20,7 @@ import (
 //
 //	"result:<json>"         returns <json> as the run's value
 //	"error:<text>"          returns <text> as the run's error
+//	"failure:<kind>:<text>" returns <text> as the run's error, of that FailureKind
 //	"dispatch:<p>:<t>:<a>"  makes one tool call and returns its envelope
 //	"fetch:<url>"           makes one outbound request, returns status and body
 //	"retain"                grants handles that answer through the outbound stub
@@ -69,6 +70,9 @@ func (f *Recorder) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest
 		return &protocol.ExecuteResult{ResultJSON: rest, Logs: []protocol.LogLine{{Level: protocol.LogLevelLog, Text: "ran"}}}, nil
 	case "error":
 		return &protocol.ExecuteResult{Error: rest, HasError: true}, nil
+	case "failure":
+		kind, text, _ := strings.Cut(rest, ":")
+		return &protocol.ExecuteResult{Error: text, HasError: true, Failure: protocol.FailureKind(kind)}, nil
 	case "dispatch":
 		parts := strings.SplitN(rest, ":", 3)
 		if req.Dispatch == nil {
@@ -131,6 +135,17 @@ func (f *Recorder) InvokeHandle(ctx context.Context, id, handle string, req prot
 	}
 	if req.URL == "big" {
 		return protocol.OutboundResponse{Status: 200, Body: make([]byte, 4096)}, nil
+	}
+	if text, ok := strings.CutPrefix(req.URL, "reject:"); ok {
+		// A handler's throw: the invocation fails with text, the handles
+		// serve on.
+		return protocol.OutboundResponse{}, errors.New(text)
+	}
+	if req.URL == "spin" {
+		// A handler past its bound: the bound ends the invocation and
+		// closes the handles.
+		f.end(id)
+		return protocol.OutboundResponse{}, protocol.NewExecutionTimeoutError(300)
 	}
 	if fn == nil {
 		return protocol.OutboundResponse{Status: 200, StatusText: "OK", Body: append([]byte("echo:"), req.Body...)}, nil
