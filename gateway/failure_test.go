@@ -34,11 +34,10 @@ func TestFailureTextsDecideNothing(t *testing.T) {
 	}
 
 	closed := make(chan string, 1)
-	res, err = ex.Execute(testCtx(t), &protocol.ExecuteRequest{
+	res, err = ex.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
 		Code:          `async () => (req) => { if (req.url.endsWith('/throw')) throw new Error(` + strconv.Quote(text) + `); return new Response('ok') }`,
 		RetainHandles: true,
-		HandlesClosed: func(id string) { closed <- id },
-	})
+	}, protocol.Policy{HandlesClosed: func(id string) { closed <- id }})
 	if err != nil || res.ExecutionID == "" {
 		t.Fatalf("no grant: %+v, %v", res, err)
 	}

@@ -70,15 +70,14 @@ func TestHandlesThrownBoundTextKeepsServing(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 1})
 	closed := make(chan string, 1)
 	timeoutText := protocol.NewExecutionTimeoutError(400).Error()
-	id := grant(t, e, &protocol.ExecuteRequest{
+	id := grantWith(t, e, &protocol.ExecuteRequest{
 		Code: `async () => (req) => {
 			if (req.url.endsWith('/throw')) throw new Error(` + strconv.Quote(timeoutText) + `)
 			if (req.url.endsWith('/spin')) while (true) {}
 			return new Response('ok')
 		}`,
-		Timeout:       protocol.TimeoutOf(400),
-		HandlesClosed: func(id string) { closed <- id },
-	})
+		Timeout: protocol.TimeoutOf(400),
+	}, protocol.Policy{HandlesClosed: func(id string) { closed <- id }})
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/throw"))
 	if err == nil || err.Error() != timeoutText || protocol.FailureOf(err) != protocol.FailureThrown {
 		t.Fatalf("a handler throwing the timeout text: %v (%q)", err, protocol.FailureOf(err))
