@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // The parser agrees with encoding/json on valid input and rejects what
@@ -86,7 +86,7 @@ var errTrailing = errors.New("trailing")
 // plainJSON turns rawObjects into maps, the form encoding/json produces.
 func plainJSON(v any) any {
 	switch x := v.(type) {
-	case protocol.Object:
+	case jsvalue.Object:
 		m := make(map[string]any, len(x))
 		for _, f := range x {
 			m[f.Key] = plainJSON(f.Value)
@@ -107,7 +107,7 @@ func TestParseJSONKeyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := protocol.Object{{Key: "z", Value: json.Number("3")}, {Key: "a", Value: json.Number("2")}, {Key: "m", Value: json.Number("4")}}
+	want := jsvalue.Object{{Key: "z", Value: json.Number("3")}, {Key: "a", Value: json.Number("2")}, {Key: "m", Value: json.Number("4")}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v", got)
 	}

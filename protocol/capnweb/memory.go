@@ -3,6 +3,8 @@ package capnweb
 import (
 	"fmt"
 	"sync"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // exportOverhead is what one export costs beyond the bytes of the message
@@ -134,7 +136,7 @@ func approxSize(v any, depth int) int64 {
 			n += int64(len(k)) + 16 + approxSize(el, depth+1)
 		}
 		return n
-	case Object:
+	case jsvalue.Object:
 		n := int64(24)
 		for _, f := range x {
 			n += int64(len(f.Key)) + 16 + approxSize(f.Value, depth+1)

@@ -149,7 +149,7 @@ func (s *Session) rejectMessage(id int64, reason error, post *[]func()) []byte {
 	if errors.As(reason, &th) {
 		val = th.Value
 	} else {
-		val = errorToJS(reason)
+		val = errorToJS(reason, s.opts.ErrorProps)
 	}
 	e := s.newEncoder()
 	e.buf = append(e.buf, `["reject",`...)
@@ -157,7 +157,7 @@ func (s *Session) rejectMessage(id int64, reason error, post *[]func()) []byte {
 	e.buf = append(e.buf, ',')
 	if err := e.value(val, 0); err != nil {
 		*post = append(*post, s.rollback(e)...)
-		je := errorToJS(reason)
+		je := errorToJS(reason, s.opts.ErrorProps)
 		e = s.newEncoder()
 		e.buf = append(e.buf, `["reject",`...)
 		e.buf = strconv.AppendInt(e.buf, id, 10)

@@ -30,9 +30,13 @@ type Options struct {
 	// Memory, when set, is the budget this session's held bytes count
 	// against (shared by the sessions of a server); see MemoryBudget.
 	Memory *MemoryBudget
-	// KeepObjectOrder makes received plain objects decode to Object, in
-	// the order the peer wrote their keys, instead of map[string]any.
+	// KeepObjectOrder makes received plain objects decode to
+	// jsvalue.Object, in the order the peer wrote their keys, instead of
+	// map[string]any.
 	KeepObjectOrder bool
+	// ErrorProps gives the own properties a Go error that is not an *Error
+	// is sent with; nil sends its message alone.
+	ErrorProps ErrorProps
 	// BaseContext is the parent of every served call's context; default
 	// context.Background(). Served calls are cancelled when it is.
 	BaseContext context.Context
@@ -213,7 +217,7 @@ func (s *Session) Abort(reason error) {
 	if reason == nil {
 		reason = errors.New("RPC session aborted")
 	}
-	je := errorToJS(reason)
+	je := errorToJS(reason, s.opts.ErrorProps)
 	e := &encoder{maxDepth: s.opts.MaxDepth}
 	e.buf = append(e.buf, `["abort",`...)
 	if err := e.errorValue(je, 0); err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 type counter struct {
@@ -94,10 +94,10 @@ func testMain(kept *sync.Map) Methods {
 			return args[0].(Target).CallMethod(ctx, "inc", []any{100.0})
 		},
 		"fail": func(ctx context.Context, args []any) (any, error) {
-			return nil, NewError("TypeError", "bad type", Field{Key: "code", Value: "E_BAD"})
+			return nil, NewError("TypeError", "bad type", jsvalue.Member{Key: "code", Value: "E_BAD"})
 		},
 		"faultCoded": func(ctx context.Context, args []any) (any, error) {
-			return nil, fmt.Errorf("wrapped: %w", &BrokenError{text: "gone"})
+			return nil, fmt.Errorf("wrapped: %w", CodedError{Code: "E_CODED", Text: "gone"})
 		},
 		"block": func(ctx context.Context, args []any) (any, error) {
 			Detach(ctx)
@@ -152,7 +152,7 @@ func TestCallbacks(t *testing.T) {
 	})
 	t.Run("thrown error from callback", func(t *testing.T) {
 		thrower := Func(func(ctx context.Context, args []any) (any, error) {
-			return nil, NewError("RangeError", "cb failed", Field{Key: "code", Value: "CB"})
+			return nil, NewError("RangeError", "cb failed", jsvalue.Member{Key: "code", Value: "CB"})
 		})
 		_, err := main.Call(ctx, "callOnce", thrower)
 		var je *Error
@@ -185,7 +185,7 @@ func TestCallbacks(t *testing.T) {
 }
 
 // Errors cross with their code both ways; Go errors carrying a fault code
-// get a code property.
+// get the code property the session's ErrorProps gives them.
 func TestErrorsBothWays(t *testing.T) {
 	var kept sync.Map
 	_, c := pair(t, testMain(&kept), nil)
@@ -196,7 +196,7 @@ func TestErrorsBothWays(t *testing.T) {
 		t.Fatalf("err = %#v", err)
 	}
 	_, err = c.Main().Call(ctx, "faultCoded")
-	if !errors.As(err, &je) || je.Code() != string(protocol.CodeConnectionBroken) || je.Message != "wrapped: gone" {
+	if !errors.As(err, &je) || je.Code() != "E_CODED" || je.Message != "wrapped: gone" {
 		t.Fatalf("err = %#v", err)
 	}
 	_, err = c.Main().Call(ctx, "nope")
@@ -405,7 +405,7 @@ func TestCloseMidCall(t *testing.T) {
 			}
 			err := <-errc
 			var be *BrokenError
-			if !errors.As(err, &be) || protocol.CodeOf(err) != protocol.CodeConnectionBroken {
+			if !errors.As(err, &be) {
 				t.Fatalf("err = %#v", err)
 			}
 			if closer == "server" && (be.CloseCode != 1000 || be.Reason != "RPC session was closed") {
@@ -418,7 +418,7 @@ func TestCloseMidCall(t *testing.T) {
 			}
 			<-srv.Done()
 			<-c.Done()
-			if _, err := c.Main().Call(context.Background(), "hang"); protocol.CodeOf(err) != protocol.CodeConnectionBroken {
+			if _, err := c.Main().Call(context.Background(), "hang"); !isBroken(err) {
 				t.Fatalf("call after close: %v", err)
 			}
 			c.Close()
@@ -496,7 +496,7 @@ func TestMalformedInputAborts(t *testing.T) {
 				t.Fatalf("after abort: %v", err)
 			}
 			<-r.sess.Done()
-			if protocol.CodeOf(r.sess.Err()) != protocol.CodeConnectionBroken {
+			if !isBroken(r.sess.Err()) {
 				t.Fatalf("Err = %v", r.sess.Err())
 			}
 		})
@@ -667,14 +667,14 @@ func TestAbortFromGo(t *testing.T) {
 		errc <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
-	srv.Abort(NewError("Error", "server giving up", Field{Key: "code", Value: "BYE"}))
+	srv.Abort(NewError("Error", "server giving up", jsvalue.Member{Key: "code", Value: "BYE"}))
 	err := <-errc
 	var be *BrokenError
 	var je *Error
 	if !errors.As(err, &be) || be.CloseCode != 3000 || be.Reason != "server giving up" || !errors.As(err, &je) || je.Code() != "BYE" {
 		t.Fatalf("err = %#v", err)
 	}
-	if protocol.CodeOf(srv.Err()) != protocol.CodeConnectionBroken {
+	if !isBroken(srv.Err()) {
 		t.Fatalf("server Err = %v", srv.Err())
 	}
 }
@@ -748,7 +748,7 @@ func TestCallbackFromServerToClient(t *testing.T) {
 			return Func(func(ctx context.Context, args []any) (any, error) {
 				calls.Add(1)
 				if len(args) == 0 {
-					return nil, NewError("RangeError", "need an argument", Field{Key: "code", Value: "E_ARG"})
+					return nil, NewError("RangeError", "need an argument", jsvalue.Member{Key: "code", Value: "E_ARG"})
 				}
 				return base + args[0].(float64), nil
 			}), nil
