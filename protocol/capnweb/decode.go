@@ -16,22 +16,22 @@ import (
 	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
-// Default decode limits.
+// Decode limits.
 const (
-	DefaultMaxDepth        = 256
-	DefaultMaxBigIntDigits = 16384
-	DefaultMaxMessageSize  = 1 << 20
+	// MaxDepth bounds the nesting of a value, received or sent, as in the
+	// JavaScript library.
+	MaxDepth = 256
+	// MaxBigIntDigits bounds the digits of a received bigint, as in the
+	// JavaScript library.
+	MaxBigIntDigits = 16384
+	// DefaultMaxMessageSize is Options.MaxMessageSize when it is not set.
+	DefaultMaxMessageSize = 1 << 20
 )
 
-// parseMessage parses one message's JSON text. Numbers stay json.Number
-// until evaluated. maxDepth is the evaluator's bound; raw JSON may nest
-// about twice as deep, since every literal array is wrapped once more.
-func parseMessage(msg []byte, maxDepth int) ([]any, error) {
-	return parseMessageScratch(msg, maxDepth, nil)
-}
-
-// parseMessageScratch is parseMessage reusing *scratch; see
-// parseJSONScratch.
+// parseMessageScratch parses one message's JSON text, reusing *scratch
+// (see parseJSONScratch). Numbers stay json.Number until evaluated.
+// maxDepth is the evaluator's bound; raw JSON may nest about twice as deep,
+// since every literal array is wrapped once more.
 func parseMessageScratch(msg []byte, maxDepth int, scratch *[]any) ([]any, error) {
 	v, err := parseJSONScratch(msg, 2*maxDepth+16, scratch)
 	if errors.Is(err, jsvalue.ErrTooDeep) {
@@ -507,7 +507,7 @@ func fill(ctx context.Context, v any) (any, error) {
 
 // holesSettled reports whether every hole in v can be filled at once.
 func holesSettled(v any, depth int) bool {
-	if depth > DefaultMaxDepth+8 {
+	if depth > MaxDepth+8 {
 		return true
 	}
 	switch x := v.(type) {
@@ -566,7 +566,7 @@ func walkStubs(v any, fn func(*Stub)) {
 }
 
 func walkStubsDepth(v any, fn func(*Stub), depth int) {
-	if depth > DefaultMaxDepth+8 {
+	if depth > MaxDepth+8 {
 		return
 	}
 	switch x := v.(type) {

@@ -129,23 +129,20 @@
 // closing, or a protocol error) every pending call fails with a
 // *BrokenError carrying the close code and reason, every served call's
 // context is cancelled, both tables are dropped, and the session's
-// goroutines exit (handlers must honour their ctx). Close closes with 1000; Abort sends an abort and closes with 3000.
+// goroutines exit (handlers must honour their ctx). Close closes with
+// 1000; Abort sends an abort and closes with 3000.
 //
 // Malformed input (bad JSON, unknown messages or tags, unknown ids,
-// over-release, a "promise" id imported twice, depth beyond
-// Options.MaxDepth (256), bigints longer than Options.MaxBigIntDigits
-// (16384, as in JavaScript), messages beyond Options.MaxMessageSize (1 MiB),
-// more than Options.MaxExports outstanding entries, binary frames) makes
-// the session send an abort naming the problem and close with code 3000;
-// it never panics. Over WebSocket, a message beyond the read limit is
+// over-release, a "promise" id imported twice, depth beyond MaxDepth
+// (256), bigints longer than MaxBigIntDigits (16384, as in JavaScript),
+// messages beyond Options.MaxMessageSize (1 MiB), more than
+// Options.MaxExports outstanding entries, binary frames) makes the session
+// send an abort naming the problem and close with code 3000; it never
+// panics. Over WebSocket, a message beyond the read limit is
 // refused by the WebSocket library itself, which closes with 1009.
 //
 // # Performance
 //
 // A connection made by Accept writes the messages queued together in one
-// system call. With Options.ReadSpin it also polls an empty socket for a
-// moment before the runtime puts the read loop to sleep, which saves the
-// peer a thread wake-up per message when it answers quickly; it is off by
-// default because while a connection polls the runtime does not notice
-// other network I/O in the process (see poll.go and docs/benchmarks.md).
+// system call (see docs/benchmarks.md).
 package capnweb

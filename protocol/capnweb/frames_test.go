@@ -154,12 +154,12 @@ func TestFramesReceiveRejectWithProps(t *testing.T) {
 	if je.Name != "TypeError" || je.Message != "bad type" || je.Code() != "E_BAD" {
 		t.Fatalf("err = %+v", je)
 	}
-	d, _ := je.Prop("details")
+	d, _ := je.Props.Get("details")
 	dm := d.(map[string]any)
 	if dm["n"].(*big.Int).Int64() != 1 || !dm["when"].(time.Time).Equal(time.UnixMilli(0)) || mustJSON(dm["list"]) != "[1,2]" {
 		t.Fatalf("details = %#v", dm)
 	}
-	c, _ := je.Prop("cause")
+	c, _ := je.Props.Get("cause")
 	if ce, ok := c.(*Error); !ok || ce.Name != "RangeError" || ce.Message != "inner" {
 		t.Fatalf("cause = %#v", c)
 	}

@@ -18,19 +18,11 @@ var wireWords = jsvalue.NewInternTable(
 	"Error", "TypeError", "RangeError", "message", "stack", "code",
 )
 
-// parseJSON parses one JSON text; nesting beyond maxDepth is an error that
-// matches jsvalue.ErrTooDeep.
-func parseJSON(data []byte, maxDepth int) (any, error) {
-	return parseJSONScratch(data, maxDepth, nil)
-}
-
-// parseJSONScratch is parseJSON reusing *scratch (when not nil) as the
-// reader's array scratch; see jsvalue.ParseScratch.
+// parseJSONScratch parses one JSON text reusing *scratch (when not nil) as
+// the reader's array scratch (see jsvalue.ParseScratch); nesting beyond
+// maxDepth is an error that matches jsvalue.ErrTooDeep.
 func parseJSONScratch(data []byte, maxDepth int, scratch *[]any) (any, error) {
 	opts := messageJSON
 	opts.MaxDepth = maxDepth
-	if scratch == nil {
-		return jsvalue.Parse(data, opts)
-	}
 	return jsvalue.ParseScratch(data, opts, scratch)
 }

@@ -10,6 +10,13 @@ import (
 	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
+// parseJSON and parseMessage read one text without a scratch to reuse.
+func parseJSON(data []byte, maxDepth int) (any, error) { return parseJSONScratch(data, maxDepth, nil) }
+
+func parseMessage(msg []byte, maxDepth int) ([]any, error) {
+	return parseMessageScratch(msg, maxDepth, nil)
+}
+
 // The parser agrees with encoding/json on valid input and rejects what
 // JSON.parse rejects.
 func TestParseJSON(t *testing.T) {
@@ -161,7 +168,7 @@ func BenchmarkParseCallMessages(b *testing.B) {
 	var scratch []any
 	for b.Loop() {
 		for _, m := range msgs {
-			if _, err := parseMessageScratch(m, DefaultMaxDepth, &scratch); err != nil {
+			if _, err := parseMessageScratch(m, MaxDepth, &scratch); err != nil {
 				b.Fatal(err)
 			}
 		}

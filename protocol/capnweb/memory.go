@@ -31,16 +31,6 @@ func NewMemoryBudget(limit int64) *MemoryBudget {
 	return &MemoryBudget{limit: limit, by: map[*Session]int64{}}
 }
 
-// Used is how many bytes the sessions hold now.
-func (b *MemoryBudget) Used() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
-// Limit is the budget's bound in bytes.
-func (b *MemoryBudget) Limit() int64 { return b.limit }
-
 // charge adds n bytes (negative: gives them back) to what s holds. When a
 // charge takes the budget past its bound it returns the session that holds
 // the most, to be aborted, and how much it holds.
@@ -110,7 +100,7 @@ func (s *Session) releaseAll() {
 // and byte arrays take, and a little for everything else. It bounds the
 // walk's depth as the encoder does.
 func approxSize(v any, depth int) int64 {
-	if depth > DefaultMaxDepth+8 {
+	if depth > MaxDepth+8 {
 		return 0
 	}
 	switch x := v.(type) {

@@ -79,3 +79,10 @@ func TestApproxSizeCountsStringsAndBytes(t *testing.T) {
 		t.Fatalf("approxSize = %d, want the 3,500 bytes of text and data and a little", n)
 	}
 }
+
+// Used is how many bytes the sessions hold now; the tests read it.
+func (b *MemoryBudget) Used() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}

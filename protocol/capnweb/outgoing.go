@@ -75,7 +75,7 @@ func (s *Session) writeLoop() {
 }
 
 func (s *Session) newEncoder() *encoder {
-	return &encoder{s: s, maxDepth: s.opts.MaxDepth, buf: make([]byte, 0, 128)}
+	return &encoder{s: s, maxDepth: MaxDepth, buf: make([]byte, 0, 128)}
 }
 
 // commit makes the exports created by a successful encoding live. Caller

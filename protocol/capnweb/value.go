@@ -95,9 +95,6 @@ func (e *Error) Error() string {
 	return e.Name + ": " + e.Message
 }
 
-// Prop returns the own property named key.
-func (e *Error) Prop(key string) (any, bool) { return e.Props.Get(key) }
-
 // Code returns the "code" property when it is a string, else "".
 func (e *Error) Code() string {
 	v, _ := e.Props.Get("code")

@@ -150,7 +150,7 @@ func TestEncodeVectors(t *testing.T) {
 		{Headers{{"accept", "*/*"}}, `["headers",[["accept","*/*"]]]`},
 	}
 	for _, tc := range cases {
-		e := &encoder{maxDepth: DefaultMaxDepth}
+		e := &encoder{maxDepth: MaxDepth}
 		if err := e.value(tc.in, 0); err != nil {
 			t.Fatalf("%#v: %v", tc.in, err)
 		}

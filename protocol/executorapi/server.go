@@ -101,13 +101,6 @@ func SessionOptions(base capnweb.Options) capnweb.Options {
 	return base
 }
 
-// Kept is how many retained executions hold stubs of their caller.
-func (s *Server) Kept() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.kept)
-}
-
 // Close releases every kept stub. It does not close the executor.
 func (s *Server) Close() error {
 	s.mu.Lock()
