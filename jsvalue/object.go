@@ -65,19 +65,7 @@ func (o Object) Properties() Object {
 		}
 	}
 	if hasIndex {
-		slices.SortStableFunc(merged, func(x, y Member) int {
-			a, aok := arrayIndex(x.Key)
-			b, bok := arrayIndex(y.Key)
-			switch {
-			case aok && bok:
-				return cmp.Compare(a, b)
-			case aok:
-				return -1
-			case bok:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(merged, func(x, y Member) int { return indexOrder(x.Key, y.Key) })
 	}
 	return merged
 }
@@ -106,15 +94,8 @@ func (o Object) MarshalJSON() ([]byte, error) {
 // order, then the rest sorted.
 func SortKeys(keys []string) {
 	slices.SortFunc(keys, func(x, y string) int {
-		a, aok := arrayIndex(x)
-		b, bok := arrayIndex(y)
-		switch {
-		case aok && bok:
-			return cmp.Compare(a, b)
-		case aok:
-			return -1
-		case bok:
-			return 1
+		if c := indexOrder(x, y); c != 0 {
+			return c
 		}
 		return strings.Compare(x, y)
 	})
@@ -129,6 +110,23 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	SortKeys(keys)
 	return keys
+}
+
+// indexOrder compares two keys as JavaScript orders array indices: before
+// every other key, in numeric order. Two keys that are not indices are
+// equal to it.
+func indexOrder(x, y string) int {
+	a, aok := arrayIndex(x)
+	b, bok := arrayIndex(y)
+	switch {
+	case aok && bok:
+		return cmp.Compare(a, b)
+	case aok:
+		return -1
+	case bok:
+		return 1
+	}
+	return 0
 }
 
 // arrayIndex reports whether key is a canonical array index ("0" to
