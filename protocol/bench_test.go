@@ -3,11 +3,13 @@ package protocol
 import (
 	"strings"
 	"testing"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
-var benchValue = Object{
-	{"result", []any{
-		Object{{"id", "o1"}, {"total", 42.5}, {"note", strings.Repeat("line\n\"quoted\" ", 20)}},
+var benchValue = jsvalue.Object{
+	{Key: "result", Value: []any{
+		jsvalue.Object{{Key: "id", Value: "o1"}, {Key: "total", Value: 42.5}, {Key: "note", Value: strings.Repeat("line\n\"quoted\" ", 20)}},
 		[]byte(strings.Repeat("x", 1024)),
 		map[string]any{"b": 1, "a": []any{true, nil, 1e21}},
 	}},

@@ -5,9 +5,10 @@ import "sync"
 // ConsoleCapture collects the console lines of one run under
 // ConsoleCaptureLimit, charging each line LogLineWireSize. A line that
 // leaves the total below the bound is kept whole. The first line that meets
-// the bound (lands exactly on it or past it) is dropped whole, capture stops, and one warn line with ConsoleCaptureMessage takes
-// the place of that line and of every later one; the run goes on. Safe for
-// concurrent use. It is the one implementation of the console bound: the
+// the bound (lands exactly on it or past it) is dropped whole, capture
+// stops, and one warn line with ConsoleCaptureMessage takes the place of
+// that line and of every later one; the run goes on. Safe for concurrent
+// use. It is the one implementation of the console bound: the
 // sandbox captures through it.
 type ConsoleCapture struct {
 	mu      sync.Mutex
@@ -51,18 +52,4 @@ func (c *ConsoleCapture) Lines() []LogLine {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]LogLine{}, c.lines...)
-}
-
-// Used is the bytes charged so far (the warn line is not charged).
-func (c *ConsoleCapture) Used() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used
-}
-
-// Stopped reports whether capture has stopped.
-func (c *ConsoleCapture) Stopped() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stopped
 }

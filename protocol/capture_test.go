@@ -90,3 +90,18 @@ func TestConsoleCaptureConcurrent(t *testing.T) {
 		t.Errorf("warn line appears %d times", n)
 	}
 }
+
+// Used is the bytes charged so far (the warn line is not charged); the
+// tests read it, and Stopped.
+func (c *ConsoleCapture) Used() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+// Stopped reports whether capture has stopped.
+func (c *ConsoleCapture) Stopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped
+}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 func runNode(t *testing.T, mode string, input any) []byte {
@@ -57,8 +59,8 @@ func TestNumberFormattingMatchesJavaScript(t *testing.T) {
 		t.Fatalf("node answered %d numbers for %d", len(js), len(fs))
 	}
 	for i, f := range fs {
-		if got := FormatJSNumber(f); got != js[i][0] {
-			t.Errorf("FormatJSNumber(%016x) = %q, String() in JavaScript = %q", math.Float64bits(f), got, js[i][0])
+		if got := jsvalue.FormatNumber(f); got != js[i][0] {
+			t.Errorf("jsvalue.FormatNumber(%016x) = %q, String() in JavaScript = %q", math.Float64bits(f), got, js[i][0])
 		}
 		got, err := StringifyForDispatch(f)
 		if err != nil {
@@ -82,7 +84,7 @@ func goStringOf(units []uint16) string {
 				i++
 				continue
 			}
-			b = appendWTF8(b, u)
+			b = append(b, 0xed, byte(0x80|(u>>6)&0x3f), byte(0x80|u&0x3f)) // WTF-8
 			continue
 		}
 		b = append(b, string(u)...)
@@ -122,7 +124,7 @@ func TestStringQuotingMatchesJavaScript(t *testing.T) {
 		if got != js[i] {
 			t.Errorf("units %x: Go wrote %q, JavaScript %q", units, got, js[i])
 		}
-		if n := jsonStringLen(s); n != len(got) {
+		if n := jsvalue.StringSize(s); n != len(got) {
 			t.Errorf("jsonStringLen = %d, written %d", n, len(got))
 		}
 		back, err := ParseForDispatch(js[i])
@@ -166,7 +168,7 @@ func TestStringifyMapOrder(t *testing.T) {
 }
 
 func TestStringifyObjectRepeatedKey(t *testing.T) {
-	got, err := StringifyForDispatch(Object{{"a", 1}, {"b", 2}, {"a", 3}, {"b", Undefined}})
+	got, err := StringifyForDispatch(jsvalue.Object{{Key: "a", Value: 1}, {Key: "b", Value: 2}, {Key: "a", Value: 3}, {Key: "b", Value: jsvalue.Undefined}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +204,7 @@ func TestStringifyGoTypes(t *testing.T) {
 		{json.Number("1e21"), `1e+21`},
 		{map[int]string{2: "b", 1: "a"}, `{"1":"a","2":"b"}`},
 		{[]any{int8(-1), uint16(2), float32(0.1)}, `[-1,2,0.10000000149011612]`},
-		{map[string]any{"f": func() {}, "c": make(chan int), "u": Undefined}, `{}`},
+		{map[string]any{"f": func() {}, "c": make(chan int), "u": jsvalue.Undefined}, `{}`},
 	}
 	for _, c := range cases {
 		got, err := StringifyForDispatch(c.v)
@@ -217,7 +219,7 @@ func TestStringifyGoTypes(t *testing.T) {
 }
 
 func TestStringifyRefusals(t *testing.T) {
-	if _, err := StringifyForDispatch(Undefined); err == nil {
+	if _, err := StringifyForDispatch(jsvalue.Undefined); err == nil {
 		t.Error("top-level Undefined was written")
 	}
 	if _, err := StringifyForDispatch(func() {}); err == nil {
@@ -265,10 +267,10 @@ func TestParseForDispatchValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Object{{"b", 3.0}, {"a", 2.0}}); !reflect.DeepEqual(v, want) {
+	if want := (jsvalue.Object{{Key: "b", Value: 3.0}, {Key: "a", Value: 2.0}}); !reflect.DeepEqual(v, want) {
 		t.Errorf("got %#v, want %#v", v, want)
 	}
-	if v, err := ParseForDispatchOrdered(`{}`); err != nil || !reflect.DeepEqual(v, Object{}) {
+	if v, err := ParseForDispatchOrdered(`{}`); err != nil || !reflect.DeepEqual(v, jsvalue.Object{}) {
 		t.Errorf("empty object: %#v, %v", v, err)
 	}
 }
@@ -326,12 +328,12 @@ func TestParseForDispatchRejects(t *testing.T) {
 		`{"a":1,}`, `{a:1}`, "[", "{", "]", "1 2", "\ufeff1", "/* */1", "[1]x", `{"a":1`,
 	} {
 		_, err := ParseForDispatch(text)
-		var se *JSONSyntaxError
+		var se *jsvalue.SyntaxError
 		if !errors.As(err, &se) {
-			t.Errorf("%q: err %v, want *JSONSyntaxError", text, err)
+			t.Errorf("%q: err %v, want *jsvalue.SyntaxError", text, err)
 		}
 	}
-	deep := strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2)
+	deep := strings.Repeat("[", jsvalue.DefaultMaxDepth+2) + strings.Repeat("]", jsvalue.DefaultMaxDepth+2)
 	if _, err := ParseForDispatch(deep); err == nil {
 		t.Error("a document nested past the bound parsed")
 	}

@@ -2,10 +2,11 @@
 // (executor-protocol.md) in Go: the request, result and wire message types,
 // the bounds every run is held to, every declared failure with its pinned
 // text, the fault-code taxonomy, provider-name validation and the dispatch
-// codec. It depends on nothing beyond the standard library, so any Go
-// program can implement or call an executor from it alone. Both sides of
-// the wire build on it: the local goja backend, the remote backend, the
-// executor server and the gateway.
+// codec. It depends on nothing beyond the standard library and jsvalue
+// (JavaScript's values and their JSON), so any Go program can implement or
+// call an executor from the two. Both sides of the wire build on it: the
+// local goja backend, the remote backend, the executor server and the
+// gateway.
 //
 // # Requests and results
 //
@@ -93,15 +94,15 @@
 // string: an array is an argument list, the empty string an empty list,
 // anything else a single argument (ArgsFromJSON). The answer is one JSON
 // envelope, {"result":value} or {"error":text}; NewEnvelopeDispatch
-// composes the three envelopes around a ToolFunc, and ParseEnvelope reads
-// one back.
+// composes the three envelopes around a ToolFunc.
 //
 // StringifyForDispatch writes JSON byte for byte as JavaScript's
 // JSON.stringify does, binary values as {"__executor_binary_v1__":kind,
 // "data":base64} envelopes (BinaryTag); ParseForDispatch reads JSON as
-// JSON.parse does and turns both binary tags into []byte. Object keeps
-// member order where a Go map has none, and Undefined stands for
-// JavaScript's undefined. The same codec in JavaScript, checked against
+// JSON.parse does and turns both binary tags into []byte. The values are
+// jsvalue's: jsvalue.Object keeps member order where a Go map has none,
+// and jsvalue.Undefined stands for JavaScript's undefined. The same codec
+// in JavaScript, checked against
 // the same vectors, is testdata/codec.js; testdata/dispatch-vectors.json
 // holds the shared vectors and testdata/check-vectors.mjs checks them in
 // Node.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // ToolFunc implements tools on the Go side: it receives one call with its
@@ -32,7 +34,7 @@ func (s *EnvelopeState) Active() bool { return !s.done.Load() }
 // around fn:
 //
 //   - while state is active, {"result":value} with fn's value written by
-//     StringifyForDispatch ({} when the value is Undefined, as
+//     StringifyForDispatch ({} when the value is jsvalue.Undefined, as
 //     JSON.stringify drops an undefined member), or {"error":text} with the
 //     text of fn's error;
 //   - once state is complete, {"error":"Execution has already completed."}
@@ -63,50 +65,16 @@ func NewEnvelopeDispatch(state *EnvelopeState, fn ToolFunc) DispatchFunc {
 	}
 }
 
-// ResultEnvelope writes {"result":v}; {} when v is Undefined.
+// ResultEnvelope writes {"result":v}; {} when v is jsvalue.Undefined.
 func ResultEnvelope(v any) (string, error) {
-	return StringifyForDispatch(Object{{Key: "result", Value: v}})
+	return StringifyForDispatch(jsvalue.Object{{Key: "result", Value: v}})
 }
 
 // ErrorEnvelope writes {"error":text}.
 func ErrorEnvelope(text string) string {
-	return string(AppendJSONString([]byte(`{"error":`), text)) + "}"
-}
-
-// Envelope is a dispatch answer read back: the tool's value, or the text it
-// failed with.
-type Envelope struct {
-	Result   any // Undefined when the answer had no result member
-	Error    string
-	HasError bool
+	return string(jsvalue.AppendString([]byte(`{"error":`), text)) + "}"
 }
 
 // ErrOutsideEnvelope is the protocol fault of an answer that is not an
 // envelope object; its text is OutsideEnvelopeText.
 var ErrOutsideEnvelope = errors.New(OutsideEnvelopeText)
-
-// ParseEnvelope reads a dispatch answer as the generated proxy does. An
-// object with an error member is a failure (its text must be a string); an
-// object without one is a value, Undefined when it has no result member.
-// Anything else, text that does not parse included, is ErrOutsideEnvelope.
-func ParseEnvelope(answer string) (Envelope, error) {
-	v, err := ParseForDispatch(answer)
-	if err != nil {
-		return Envelope{}, ErrOutsideEnvelope
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return Envelope{}, ErrOutsideEnvelope
-	}
-	if e, ok := obj["error"]; ok {
-		text, ok := e.(string)
-		if !ok {
-			return Envelope{}, ErrOutsideEnvelope
-		}
-		return Envelope{Error: text, HasError: true}, nil
-	}
-	if r, ok := obj["result"]; ok {
-		return Envelope{Result: r}, nil
-	}
-	return Envelope{Result: Undefined}, nil
-}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // TestEnvelopeDispatchContractExamples runs the three createEnvelopeDispatch
@@ -16,7 +18,7 @@ func TestEnvelopeDispatchContractExamples(t *testing.T) {
 	var gotProvider, gotTool string
 	answering := NewEnvelopeDispatch(NewEnvelopeState(), func(_ context.Context, provider, tool string, args []any) (any, error) {
 		gotProvider, gotTool, gotArgs = provider, tool, args
-		return Object{{"id", "o1"}, {"total", 42}}, nil
+		return jsvalue.Object{{Key: "id", Value: "o1"}, {Key: "total", Value: 42}}, nil
 	})
 	out, err := answering(ctx, "store", "listOrders", `["ada",3]`)
 	if err != nil || out != `{"result":{"id":"o1","total":42}}` {
@@ -39,7 +41,7 @@ func TestEnvelopeDispatchContractExamples(t *testing.T) {
 	called := false
 	settled := NewEnvelopeDispatch(settledState, func(context.Context, string, string, []any) (any, error) {
 		called = true
-		return Undefined, nil
+		return jsvalue.Undefined, nil
 	})
 	out, err = settled(ctx, "store", "listOrders", "")
 	if err != nil || out != `{"error":"Execution has already completed."}` || called {
@@ -55,7 +57,7 @@ func TestEnvelopeDispatchEdges(t *testing.T) {
 		fn   ToolFunc
 		want string
 	}{
-		{"undefined result", "", func(context.Context, string, string, []any) (any, error) { return Undefined, nil }, `{}`},
+		{"undefined result", "", func(context.Context, string, string, []any) (any, error) { return jsvalue.Undefined, nil }, `{}`},
 		{"null result", "", func(context.Context, string, string, []any) (any, error) { return nil, nil }, `{"result":null}`},
 		{"bytes result", "", func(context.Context, string, string, []any) (any, error) { return []byte{1, 2, 3, 255}, nil },
 			`{"result":{"__executor_binary_v1__":"Uint8Array","data":"AQID/w=="}}`},
@@ -103,27 +105,7 @@ func TestEnvelopeStateConcurrent(t *testing.T) {
 	}
 }
 
-func TestParseEnvelope(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want Envelope
-	}{
-		{`{"result":{"id":"o1"}}`, Envelope{Result: map[string]any{"id": "o1"}}},
-		{`{"result":null}`, Envelope{Result: nil}},
-		{`{}`, Envelope{Result: Undefined}},
-		{`{"error":"No such customer."}`, Envelope{Error: "No such customer.", HasError: true}},
-		{`{"error":"","result":1}`, Envelope{Error: "", HasError: true}},
-	} {
-		got, err := ParseEnvelope(c.in)
-		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: %#v, %v", c.in, got, err)
-		}
-	}
-	for _, bad := range []string{``, `[]`, `"x"`, `null`, `1`, `{"error":1}`, `{broken`} {
-		if _, err := ParseEnvelope(bad); !errors.Is(err, ErrOutsideEnvelope) || err.Error() != OutsideEnvelopeText {
-			t.Errorf("%s: %v", bad, err)
-		}
-	}
+func TestErrorEnvelope(t *testing.T) {
 	if s := ErrorEnvelope("x\u2028"); s != "{\"error\":\"x\u2028\"}" {
 		t.Errorf("ErrorEnvelope: %s", s)
 	}

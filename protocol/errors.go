@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // Declared failures.
@@ -450,7 +452,7 @@ const (
 
 // RateBound is a bound on executions started per second.
 func RateBound(perSecond float64) string {
-	return countOf(FormatJSNumber(perSecond), perSecond == 1, "execution started per second", "executions started per second")
+	return countOf(jsvalue.FormatNumber(perSecond), perSecond == 1, "execution started per second", "executions started per second")
 }
 
 // InFlightBound is a bound on executions in flight at once.

@@ -198,7 +198,7 @@ func TestQueueOverflowErrorText(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("got  %q\nwant %q", err.Error(), want)
 	}
-	if CodeOf(err) != CodeQueueOverflow || !IsRetryable(err) {
+	if CodeOf(err) != CodeQueueOverflow || !CodeOf(err).Retryable() {
 		t.Errorf("code %q", CodeOf(err))
 	}
 	if d, ok := RetryAfterOf(err); !ok || d != 250*time.Millisecond {
@@ -212,7 +212,7 @@ func TestQueueTimeoutErrorText(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("got  %q\nwant %q", err.Error(), want)
 	}
-	if CodeOf(err) != CodeQueueOverflow || !IsRetryable(err) {
+	if CodeOf(err) != CodeQueueOverflow || !CodeOf(err).Retryable() {
 		t.Errorf("code %q", CodeOf(err))
 	}
 	if d, ok := RetryAfterOf(fmt.Errorf("wrapped: %w", err)); !ok || d != 2*time.Millisecond {
@@ -226,7 +226,7 @@ func TestTenantLimitErrorText(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("got  %q\nwant %q", err.Error(), want)
 	}
-	if CodeOf(err) != CodeQueueOverflow || !IsRetryable(err) {
+	if CodeOf(err) != CodeQueueOverflow || !CodeOf(err).Retryable() {
 		t.Errorf("code %q", CodeOf(err))
 	}
 	if d, ok := RetryAfterOf(err); !ok || d != time.Millisecond {
@@ -259,7 +259,7 @@ func TestResponseTooLargeErrorText(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("got  %q\nwant %q", err.Error(), want)
 	}
-	if CodeOf(err) != CodeResponseTooLarge || IsRetryable(err) {
+	if CodeOf(err) != CodeResponseTooLarge || CodeOf(err).Retryable() {
 		t.Errorf("code %q", CodeOf(err))
 	}
 }

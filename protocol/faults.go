@@ -71,9 +71,6 @@ func (c Code) Known() bool {
 	return false
 }
 
-// IsRetryable reports whether err carries a retryable fault code.
-func IsRetryable(err error) bool { return CodeOf(err).Retryable() }
-
 // Fault is a thrown failure carrying a code from the taxonomy: what the
 // calling application meets when the infrastructure breaks under an
 // execution. Branch on it with errors.As or CodeOf.

@@ -18,8 +18,8 @@ func TestRetryable(t *testing.T) {
 		if !c.Known() {
 			t.Errorf("%s is not known", c)
 		}
-		if IsRetryable(NewFault(c, "x")) != want {
-			t.Errorf("IsRetryable(fault %s) wrong", c)
+		if got := CodeOf(NewFault(c, "x")); got != c {
+			t.Errorf("CodeOf(fault %s) = %s", c, got)
 		}
 	}
 	if Code("NOPE").Known() || Code("NOPE").Retryable() || Code("").Known() {

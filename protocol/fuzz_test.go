@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // FuzzParseForDispatch: no input panics or hangs; what parses writes back
@@ -27,7 +29,7 @@ func FuzzParseForDispatch(f *testing.F) {
 			t.Fatalf("ordered and unordered parsing disagree: %v / %v", err, err2)
 		}
 		if err != nil {
-			var se *JSONSyntaxError
+			var se *jsvalue.SyntaxError
 			var be *BinaryEnvelopeError
 			if !errors.As(err, &se) && !errors.As(err, &be) {
 				t.Fatalf("unexpected error type %T", err)
@@ -60,8 +62,8 @@ func FuzzStringifyString(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(out) != jsonStringLen(s) {
-			t.Fatalf("jsonStringLen %d, written %d", jsonStringLen(s), len(out))
+		if len(out) != jsvalue.StringSize(s) {
+			t.Fatalf("jsvalue.StringSize %d, written %d", jsvalue.StringSize(s), len(out))
 		}
 		back, err := ParseForDispatch(out)
 		if err != nil {

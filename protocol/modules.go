@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // ModuleKind says how an entry of the module map is loaded.
@@ -128,12 +130,12 @@ func (m Module) MarshalJSON() ([]byte, error) {
 	var b []byte
 	switch kind {
 	case KindJS:
-		return AppendJSONString(nil, m.Source), nil
+		return jsvalue.AppendString(nil, m.Source), nil
 	case KindCJS, KindText:
 		b = append(b, `{"`...)
 		b = append(b, kind...)
 		b = append(b, `":`...)
-		b = AppendJSONString(b, m.Source)
+		b = jsvalue.AppendString(b, m.Source)
 	case KindJSON:
 		if !json.Valid([]byte(m.Source)) {
 			return nil, fmt.Errorf("protocol: json module source is not JSON text")
@@ -279,7 +281,7 @@ func (p ModulePair) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, namedKindError(err, p.Name)
 	}
-	b := AppendJSONString([]byte{'['}, p.Name)
+	b := jsvalue.AppendString([]byte{'['}, p.Name)
 	b = append(b, ',')
 	b = append(b, src...)
 	return append(b, ']'), nil

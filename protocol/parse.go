@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // ParseForDispatch reads JSON text as JavaScript's JSON.parse does and
@@ -28,12 +30,12 @@ import (
 //     characters inside strings; documents nested deeper than 10000 levels
 //     fail.
 //
-// Errors are *JSONSyntaxError or, for a malformed binary envelope,
-// *BinaryEnvelopeError. ParseForDispatch never panics on any input.
+// Errors wrap a *jsvalue.SyntaxError or, for a malformed binary envelope,
+// are *BinaryEnvelopeError. ParseForDispatch never panics on any input.
 func ParseForDispatch(text string) (any, error) { return parse(text, false) }
 
 // ParseForDispatchOrdered is ParseForDispatch with objects returned as
-// Object, members in document order (repeated keys merged in place, last
+// jsvalue.Object, members in document order (repeated keys merged in place, last
 // value kept), so that StringifyForDispatch of the result writes back what
 // JSON.stringify would write for the value JSON.parse built.
 func ParseForDispatchOrdered(text string) (any, error) { return parse(text, true) }
@@ -64,16 +66,34 @@ func (e *BinaryEnvelopeError) Error() string {
 	return fmt.Sprintf("protocol: the binary envelope at byte %d carries data that is not base64", e.Offset)
 }
 
+// dispatchJSON and orderedJSON read the dispatch grammar: a binary envelope
+// becomes bytes, any other object a map or, ordered, a jsvalue.Object.
+var (
+	dispatchJSON = jsvalue.ParseOptions{BuildObject: func(o jsvalue.Object, start int) (any, error) {
+		return finishObject(o, start, false)
+	}}
+	orderedJSON = jsvalue.ParseOptions{BuildObject: func(o jsvalue.Object, start int) (any, error) {
+		return finishObject(o, start, true)
+	}}
+)
+
 func parse(text string, ordered bool) (any, error) {
-	return parseJSON(text, JSONOptions{}, nil, func(o Object, start int) (any, error) {
-		return finishObject(o, start, ordered)
-	})
+	opts := dispatchJSON
+	if ordered {
+		opts = orderedJSON
+	}
+	v, err := jsvalue.Parse(text, opts)
+	if _, syntax := err.(*jsvalue.SyntaxError); syntax {
+		// Named as the codec's, the text a program reads.
+		return nil, fmt.Errorf("protocol: %w", err)
+	}
+	return v, err
 }
 
 // finishObject turns a binary envelope into bytes and builds the object
 // form the caller asked for. The reader already merged repeated keys as
 // JavaScript does.
-func finishObject(o Object, start int, ordered bool) (any, error) {
+func finishObject(o jsvalue.Object, start int, ordered bool) (any, error) {
 	if len(o) == 2 {
 		if b, ok, err := decodeBinaryEnvelope(o); ok {
 			if err != nil {
@@ -94,7 +114,7 @@ func finishObject(o Object, start int, ordered bool) (any, error) {
 
 // decodeBinaryEnvelope reports whether the two members o form a binary
 // envelope and, if so, decodes its data.
-func decodeBinaryEnvelope(o Object) ([]byte, bool, error) {
+func decodeBinaryEnvelope(o jsvalue.Object) ([]byte, bool, error) {
 	tag, ok := o.Get(BinaryTag)
 	if !ok {
 		return nil, false, nil

@@ -1,6 +1,10 @@
 package protocol
 
-import "encoding/base64"
+import (
+	"encoding/base64"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
+)
 
 // Wire sizes.
 //
@@ -13,17 +17,13 @@ import "encoding/base64"
 // (1 MiB): the result message carries each charged part once more inside a
 // JSON string, which at most doubles it.
 
-// JSONStringSize is the bytes s costs as a JSON string, written as
-// JSON.stringify writes it: quotes and escapes included.
-func JSONStringSize(s string) int { return jsonStringLen(s) }
-
 // LogLineWireSize is the bytes one captured line costs on the wire:
 // {"level":"…","text":"…"} as JSON.stringify writes it, plus one byte for
 // the comma that separates it from the next line. ConsoleCaptureLimit
 // charges this, so an empty line costs 26 bytes.
 func LogLineWireSize(l LogLine) int {
 	// {"level": + , "text": + } + separator
-	return len(`{"level":`) + jsonStringLen(string(l.Level)) + len(`,"text":`) + jsonStringLen(l.Text) + len(`}`) + 1
+	return len(`{"level":`) + jsvalue.StringSize(string(l.Level)) + len(`,"text":`) + jsvalue.StringSize(l.Text) + len(`}`) + 1
 }
 
 // RunAnswerWireSize is what the run's answer costs: the result's JSON text
@@ -31,19 +31,19 @@ func LogLineWireSize(l LogLine) int {
 // a JSON string when it failed. PayloadLimit bounds it.
 func RunAnswerWireSize(r *ExecuteResult) int {
 	if r.HasError {
-		return jsonStringLen(r.Error)
+		return jsvalue.StringSize(r.Error)
 	}
 	if r.ResultJSON == "" {
 		return 0
 	}
-	return jsonStringLen(r.ResultJSON)
+	return jsvalue.StringSize(r.ResultJSON)
 }
 
 // ToolCallWireSize is what one tool call costs: the provider name, the tool
 // name and the arguments' JSON text, each as a JSON string. PayloadLimit
 // bounds it.
 func ToolCallWireSize(provider, tool, argsJSON string) int {
-	return jsonStringLen(provider) + jsonStringLen(tool) + jsonStringLen(argsJSON)
+	return jsvalue.StringSize(provider) + jsvalue.StringSize(tool) + jsvalue.StringSize(argsJSON)
 }
 
 // headersWireSize charges each header line its name and value as JSON
@@ -51,7 +51,7 @@ func ToolCallWireSize(provider, tool, argsJSON string) int {
 func headersWireSize(hs []Header) int {
 	n := 0
 	for _, h := range hs {
-		n += jsonStringLen(h[0]) + jsonStringLen(h[1])
+		n += jsvalue.StringSize(h[0]) + jsvalue.StringSize(h[1])
 	}
 	return n
 }
@@ -60,12 +60,12 @@ func headersWireSize(hs []Header) int {
 // the headers as JSON strings, and the body as base64. PayloadLimit bounds
 // it.
 func OutboundRequestWireSize(req OutboundRequest) int {
-	return jsonStringLen(req.URL) + headersWireSize(req.Headers) + base64.StdEncoding.EncodedLen(len(req.Body))
+	return jsvalue.StringSize(req.URL) + headersWireSize(req.Headers) + base64.StdEncoding.EncodedLen(len(req.Body))
 }
 
 // HandleAnswerWireSize is what one handle answer costs: the status text and
 // the headers as JSON strings, and the body as base64. PayloadLimit bounds
 // it.
 func HandleAnswerWireSize(resp OutboundResponse) int {
-	return jsonStringLen(resp.StatusText) + headersWireSize(resp.Headers) + base64.StdEncoding.EncodedLen(len(resp.Body))
+	return jsvalue.StringSize(resp.StatusText) + headersWireSize(resp.Headers) + base64.StdEncoding.EncodedLen(len(resp.Body))
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // Timeout is the request's tri-state timeout: absent (the zero value), a
@@ -46,7 +48,7 @@ func (t Timeout) MarshalJSON() ([]byte, error) {
 	case math.IsNaN(t.ms) || math.IsInf(t.ms, -1):
 		return nil, NewInvalidTimeoutError(t.ms)
 	}
-	return AppendJSNumber(nil, t.ms), nil
+	return jsvalue.AppendNumber(nil, t.ms), nil
 }
 
 // UnmarshalJSON reads null as the lifted timeout and a number as a timeout
@@ -76,7 +78,7 @@ func (t Timeout) String() string {
 	case t.lifted:
 		return "null"
 	}
-	return FormatJSNumber(t.ms) + " ms"
+	return jsvalue.FormatNumber(t.ms) + " ms"
 }
 
 // InvalidTimeoutError is a timeout set to a number that is no bound: NaN,
@@ -92,7 +94,7 @@ type InvalidTimeoutError struct {
 func NewInvalidTimeoutError(ms float64) *InvalidTimeoutError { return &InvalidTimeoutError{Millis: ms} }
 
 func (e *InvalidTimeoutError) Error() string {
-	return "Timeout " + FormatJSNumber(e.Millis) + " is not a positive number of milliseconds, so the run has no bound to keep. Leave the timeout out for the default, set null for the largest bound, or give a positive number."
+	return "Timeout " + jsvalue.FormatNumber(e.Millis) + " is not a positive number of milliseconds, so the run has no bound to keep. Leave the timeout out for the default, set null for the largest bound, or give a positive number."
 }
 
 // ResolveTimeout turns a request's timeout into the bound the run is held

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 type dispatchVector struct {
@@ -37,12 +39,12 @@ func loadVectors(t *testing.T) []dispatchVector {
 // in JavaScript.
 var vectorValues = map[string]any{
 	"contract: argument list":                                 []any{"ada", 3},
-	"contract: single argument object":                        Object{{"customer", "ada"}},
-	"contract: result envelope":                               Object{{"result", Object{{"id", "o1"}, {"total", 42}}}},
-	"contract: error envelope":                                Object{{"error", "No such customer."}},
-	"contract: completed envelope":                            Object{{"error", CompletedText}},
-	"contract: Uint8Array result":                             Object{{"result", []byte{1, 2, 3, 255}}},
-	"contract: Uint16Array result":                            Object{{"result", ArrayBufferView{1, 0, 2, 0}}},
+	"contract: single argument object":                        jsvalue.Object{{Key: "customer", Value: "ada"}},
+	"contract: result envelope":                               jsvalue.Object{{Key: "result", Value: jsvalue.Object{{Key: "id", Value: "o1"}, {Key: "total", Value: 42}}}},
+	"contract: error envelope":                                jsvalue.Object{{Key: "error", Value: "No such customer."}},
+	"contract: completed envelope":                            jsvalue.Object{{Key: "error", Value: CompletedText}},
+	"contract: Uint8Array result":                             jsvalue.Object{{Key: "result", Value: []byte{1, 2, 3, 255}}},
+	"contract: Uint16Array result":                            jsvalue.Object{{Key: "result", Value: ArrayBufferView{1, 0, 2, 0}}},
 	"null":                                                    nil,
 	"true":                                                    true,
 	"false":                                                   false,
@@ -65,16 +67,16 @@ var vectorValues = map[string]any{
 	"string: reversed pair stays two lone surrogates":         "\xed\xb8\x80\xed\xa0\xbd",
 	"string: high surrogate then a pair":                      "\xed\xa0\x80😀",
 	"string: quote inside an argument list":                   []string{`say "hi"`, `back\slash`},
-	"array: undefined, function and symbol elements are null": []any{Undefined, func() {}, Undefined},
-	"array: holes are null":                                   []any{1, Undefined, 3},
-	"object: undefined and function members dropped":          Object{{"a", Undefined}, {"b", func() {}}, {"c", 1}},
-	"object: every member dropped":                            Object{{"a", Undefined}},
-	"envelope: undefined result":                              Object{{"result", Undefined}},
-	"object: array-index keys first, the rest in insertion order": Object{
-		{"b", 1}, {"a", 2}, {"2", 3}, {"1", 4}, {"01", 5}, {"4294967295", 6}, {"4294967294", 7}, {"-1", 8}, {"1.5", 9}},
-	"object: keys needing escapes":        Object{{`a"b`, 1}, {"\n", 2}, {"\u2028", 3}},
-	"nesting: empty containers":           []any{[]any{}, Object{}, []any{[]any{}}, map[string]any{"a": map[string]any{}}},
-	"nesting: deep mix":                   Object{{"list", []any{1, "two", []any{3, map[string]any{"four": nil}}}}, {"ok", false}},
+	"array: undefined, function and symbol elements are null": []any{jsvalue.Undefined, func() {}, jsvalue.Undefined},
+	"array: holes are null":                                   []any{1, jsvalue.Undefined, 3},
+	"object: undefined and function members dropped":          jsvalue.Object{{Key: "a", Value: jsvalue.Undefined}, {Key: "b", Value: func() {}}, {Key: "c", Value: 1}},
+	"object: every member dropped":                            jsvalue.Object{{Key: "a", Value: jsvalue.Undefined}},
+	"envelope: undefined result":                              jsvalue.Object{{Key: "result", Value: jsvalue.Undefined}},
+	"object: array-index keys first, the rest in insertion order": jsvalue.Object{
+		{Key: "b", Value: 1}, {Key: "a", Value: 2}, {Key: "2", Value: 3}, {Key: "1", Value: 4}, {Key: "01", Value: 5}, {Key: "4294967295", Value: 6}, {Key: "4294967294", Value: 7}, {Key: "-1", Value: 8}, {Key: "1.5", Value: 9}},
+	"object: keys needing escapes":        jsvalue.Object{{Key: `a"b`, Value: 1}, {Key: "\n", Value: 2}, {Key: "\u2028", Value: 3}},
+	"nesting: empty containers":           []any{[]any{}, jsvalue.Object{}, []any{[]any{}}, map[string]any{"a": map[string]any{}}},
+	"nesting: deep mix":                   jsvalue.Object{{Key: "list", Value: []any{1, "two", []any{3, map[string]any{"four": nil}}}}, {Key: "ok", Value: false}},
 	"binary: empty and one byte":          []any{[]byte{}, []byte{0}},
 	"binary: three bytes need no padding": []byte{0, 1, 2},
 	"binary: every base64 character": []byte{0, 16, 131, 16, 81, 135, 32, 146, 139, 48, 211, 143, 65, 20, 147, 81, 85, 151,
@@ -85,8 +87,8 @@ var vectorValues = map[string]any{
 	"binary: DataView over part of a buffer":                     ArrayBufferView{2, 3},
 	"binary: Float64Array little-endian":                         ArrayBufferView{0, 0, 0, 0, 0, 0, 0xf0, 0x3f},
 	"binary: Uint8ClampedArray is another view":                  ArrayBufferView{255},
-	"binary: tag lookalike with an unknown kind stays an object": Object{{BinaryTag, "Float32Array"}, {"data", "AA=="}},
-	"binary: tag lookalike with a third key stays an object":     Object{{BinaryTag, "Uint8Array"}, {"data", "AA=="}, {"more", 1}},
+	"binary: tag lookalike with an unknown kind stays an object": jsvalue.Object{{Key: BinaryTag, Value: "Float32Array"}, {Key: "data", Value: "AA=="}},
+	"binary: tag lookalike with a third key stays an object":     jsvalue.Object{{Key: BinaryTag, Value: "Uint8Array"}, {Key: "data", Value: "AA=="}, {Key: "more", Value: 1}},
 	"toJSON: Date": time.Unix(0, 0).UTC().Format("2006-01-02T15:04:05.000Z"),
 	"toJSON: custom": struct {
 		Custom bool `json:"custom"`

@@ -1,6 +1,10 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
+)
 
 // ExecuteCallOptions is the options argument of the wire's execute call:
 // the request fields that are plain data, with the module map as
@@ -127,44 +131,44 @@ func (m *ExecuteResultMessage) Result() *ExecuteResult {
 // byte-identical calls MarshalJSON directly or uses an Encoder with
 // SetEscapeHTML(false).
 func (m ExecuteResultMessage) MarshalJSON() ([]byte, error) {
-	o := Object{}
+	o := jsvalue.Object{}
 	if m.ResultJSON != "" {
-		o = append(o, Member{"resultJson", m.ResultJSON})
+		o = append(o, jsvalue.Member{Key: "resultJson", Value: m.ResultJSON})
 	}
 	if m.Error != nil {
-		o = append(o, Member{"error", *m.Error})
+		o = append(o, jsvalue.Member{Key: "error", Value: *m.Error})
 	}
 	logs := make([]any, len(m.Logs))
 	for i, l := range m.Logs {
-		logs[i] = Object{{"level", string(l.Level)}, {"text", l.Text}}
+		logs[i] = jsvalue.Object{{Key: "level", Value: string(l.Level)}, {Key: "text", Value: l.Text}}
 	}
-	o = append(o, Member{"logs", logs})
+	o = append(o, jsvalue.Member{Key: "logs", Value: logs})
 	if m.ExecutionID != "" {
-		o = append(o, Member{"executionId", m.ExecutionID})
+		o = append(o, jsvalue.Member{Key: "executionId", Value: m.ExecutionID})
 	}
 	if len(m.Handles) > 0 {
 		h := make([]any, len(m.Handles))
 		for i, s := range m.Handles {
 			h[i] = s
 		}
-		o = append(o, Member{"handles", h})
+		o = append(o, jsvalue.Member{Key: "handles", Value: h})
 	}
 	if u := m.Usage; u != nil {
-		o = append(o, Member{"usage", Object{{"runClockMs", u.RunClockMs}, {"cpuMs", u.CPUMs}, {"peakHeapBytes", u.PeakHeapBytes},
-			{"toolCalls", u.ToolCalls}, {"outboundRequests", u.OutboundRequests}, {"logBytes", u.LogBytes}}})
+		o = append(o, jsvalue.Member{Key: "usage", Value: jsvalue.Object{{Key: "runClockMs", Value: u.RunClockMs}, {Key: "cpuMs", Value: u.CPUMs}, {Key: "peakHeapBytes", Value: u.PeakHeapBytes},
+			{Key: "toolCalls", Value: u.ToolCalls}, {Key: "outboundRequests", Value: u.OutboundRequests}, {Key: "logBytes", Value: u.LogBytes}}})
 	}
 	if m.Failure != FailureNone {
-		o = append(o, Member{"failure", string(m.Failure)})
+		o = append(o, jsvalue.Member{Key: "failure", Value: string(m.Failure)})
 	}
 	s, err := StringifyForDispatch(o)
 	return []byte(s), err
 }
 
-// Value decodes the run's value with ParseForDispatch: Undefined when the
+// Value decodes the run's value with ParseForDispatch: jsvalue.Undefined when the
 // run produced none.
 func (r *ExecuteResult) Value() (any, error) {
 	if r.ResultJSON == "" {
-		return Undefined, nil
+		return jsvalue.Undefined, nil
 	}
 	return ParseForDispatch(r.ResultJSON)
 }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 func TestTimeoutJSON(t *testing.T) {
@@ -223,14 +225,14 @@ func TestResultMessageConversions(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(v, map[string]any{"a": []byte{1}}) {
 		t.Errorf("Value: %#v %v", v, err)
 	}
-	if v, err := (&ExecuteResult{}).Value(); v != Undefined || err != nil {
+	if v, err := (&ExecuteResult{}).Value(); v != jsvalue.Undefined || err != nil {
 		t.Errorf("no value: %#v %v", v, err)
 	}
 }
 
 func TestWireSizes(t *testing.T) {
 	for _, l := range []LogLine{{LogLevelLog, ""}, {LogLevelWarn, "a\"b\x01"}, {LogLevelError, "日本\u2028"}} {
-		b, _ := StringifyForDispatch(Object{{"level", string(l.Level)}, {"text", l.Text}})
+		b, _ := StringifyForDispatch(jsvalue.Object{{Key: "level", Value: string(l.Level)}, {Key: "text", Value: l.Text}})
 		if got := LogLineWireSize(l); got != len(b)+1 {
 			t.Errorf("%#v: %d, want %d", l, got, len(b)+1)
 		}
@@ -382,10 +384,10 @@ func capnwebResolveFrame(t *testing.T, msg []byte) []byte {
 				out[i] = escape(e)
 			}
 			return []any{out}
-		case Object:
-			out := make(Object, len(x))
+		case jsvalue.Object:
+			out := make(jsvalue.Object, len(x))
 			for i, m := range x {
-				out[i] = Member{m.Key, escape(m.Value)}
+				out[i] = jsvalue.Member{Key: m.Key, Value: escape(m.Value)}
 			}
 			return out
 		}

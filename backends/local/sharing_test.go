@@ -214,7 +214,7 @@ func TestGoCodePastDeadlineSparesNoSiblingButBlamesNone(t *testing.T) {
 	}
 	err = <-parked
 	want := "The worker process under this execution was stopped because another execution on it broke a bound that only stopping the process could hold; nothing this execution did is at fault. Run it again."
-	if protocol.CodeOf(err) != protocol.CodeWorkerCrashed || !protocol.IsRetryable(err) || err.Error() != want {
+	if protocol.CodeOf(err) != protocol.CodeWorkerCrashed || !protocol.CodeOf(err).Retryable() || err.Error() != want {
 		t.Fatalf("the sibling: %v, want WORKER_CRASHED with %q", err, want)
 	}
 	res, err = e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"}, tenantT)

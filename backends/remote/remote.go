@@ -98,6 +98,7 @@ func (e *Executor) connect(ctx context.Context) (*capnweb.Session, *executorapi.
 	defer cancel()
 	sess, err := capnweb.Dial(ctx, e.url, nil, capnweb.Options{
 		MaxMessageSize: e.opts.ReadLimit,
+		ErrorProps:     executorapi.ErrorProps,
 		Dial:           &websocket.DialOptions{HTTPHeader: e.opts.Header, HTTPClient: e.opts.HTTPClient},
 	})
 	if err != nil {

@@ -282,7 +282,7 @@ func TestFaultsAreRehydrated(t *testing.T) {
 	e := dial(t, url)
 	_, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "fault:QUEUE_OVERFLOW"})
 	var qo *protocol.QueueOverflowError
-	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || !errors.As(err, &qo) || !protocol.IsRetryable(err) {
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || !errors.As(err, &qo) || !protocol.CodeOf(err).Retryable() {
 		t.Fatalf("got %v (%T)", err, err)
 	}
 	if err.Error() != protocol.NewQueueOverflowError(4, 40*time.Millisecond).Error() {

@@ -194,7 +194,7 @@ func fixedTools(path string, log io.Writer) ([]protocol.ProviderDescriptor, prot
 		if ans, ok := answers[[2]string{provider, tool}]; ok {
 			return ans, nil
 		}
-		return `{"error":` + string(protocol.AppendJSONString(nil, protocol.NewToolNotFoundError(tool).Error())) + `}`, nil
+		return protocol.ErrorEnvelope(protocol.NewToolNotFoundError(tool).Error()), nil
 	}
 	return providers, dispatch, nil
 }

@@ -30,8 +30,6 @@ import (
 const (
 	// pipelineWindow is how many calls the pipelined measurements keep in flight.
 	pipelineWindow = 256
-	// benchReadSpin is the polling window of the report's second Go server.
-	benchReadSpin = 100 * time.Microsecond
 	// benchCallTimeout bounds one benchmark's calls, so a stuck peer fails it, not hangs it.
 	benchCallTimeout = 5 * time.Minute
 )
@@ -337,9 +335,6 @@ func TestBenchReport(t *testing.T) {
 		d      = time.Second
 	)
 	goSrv := startGoServer(t, true, capnweb.Options{})
-	// The same server with polling reads (Options.ReadSpin), measured with the JS client only:
-	// a Go client in this process would wait behind its polling (see poll.go).
-	goSpinSrv := startGoServer(t, true, capnweb.Options{ReadSpin: benchReadSpin})
 	jsSrv := startJSServer(t)
 	jsServerCPU := processCPU(jsSrv.PID)
 	loadBefore := loadAverage()
@@ -348,11 +343,10 @@ func TestBenchReport(t *testing.T) {
 	// machine hits them alike; the JS-server and Go-server runs of a round swap order every
 	// round, and each round gives one Go÷JS ratio. Figures are medians over the rounds.
 	const (
-		jsJS     = "JS client → JS server"
-		jsGo     = "JS client → Go server"
-		jsGoSpin = "JS client → Go server with ReadSpin"
-		goGo     = "Go client → Go server"
-		goJS     = "Go client → JS server"
+		jsJS = "JS client → JS server"
+		jsGo = "JS client → Go server"
+		goGo = "Go client → Go server"
+		goJS = "Go client → JS server"
 	)
 	type row struct {
 		label     string
@@ -360,12 +354,12 @@ func TestBenchReport(t *testing.T) {
 		serverCPU []float64 // µs of server CPU per call, JS-client rows only
 	}
 	var table []*row
-	// Go server ÷ JS server per round: the default server and the polling one.
-	goRatios, spinRatios := newRatioSet(), newRatioSet()
+	// Go server ÷ JS server per round.
+	goRatios := newRatioSet()
 	modes := []string{"small", "callback", "pipelined"}
 	for _, mode := range modes {
 		rows := map[string]*row{}
-		for _, pair := range []string{jsJS, jsGo, jsGoSpin, goGo, goJS} {
+		for _, pair := range []string{jsJS, jsGo, goGo, goJS} {
 			label := mode + ": " + pair
 			if mode == "pipelined" {
 				window := 64
@@ -389,9 +383,7 @@ func TestBenchReport(t *testing.T) {
 			} else {
 				onGo, onJS = jsClient(goSrv.URL, selfCPU), jsClient(jsSrv.URL, jsServerCPU)
 			}
-			onSpin := jsClient(goSpinSrv.URL, selfCPU)
-			spinRatios.add(mode, onSpin, onJS)
-			for pair, r := range map[string]jsRun{jsJS: onJS, jsGo: onGo, jsGoSpin: onSpin} {
+			for pair, r := range map[string]jsRun{jsJS: onJS, jsGo: onGo} {
 				rows[pair].rates = append(rows[pair].rates, r.callsPerSec)
 				rows[pair].serverCPU = append(rows[pair].serverCPU, float64(r.serverCPU)/float64(time.Microsecond))
 			}
@@ -403,7 +395,7 @@ func TestBenchReport(t *testing.T) {
 				rows[goJS].rates = append(rows[goJS].rates, goRate(t, jsSrv.URL, mode, d))
 			}
 		}
-		for _, pair := range []string{jsJS, jsGo, jsGoSpin, goGo, goJS} {
+		for _, pair := range []string{jsJS, jsGo, goGo, goJS} {
 			if len(rows[pair].rates) > 0 {
 				table = append(table, rows[pair])
 			}
@@ -429,8 +421,6 @@ func TestBenchReport(t *testing.T) {
 	}
 	fmt.Fprintf(&report, "\nGo server ÷ JS server for the same JS client, median of the per-round ratios (lowest–highest):\n\n")
 	goRatios.write(&report, modes)
-	fmt.Fprintf(&report, "\nThe same with the Go server's ReadSpin at %v:\n\n", benchReadSpin)
-	spinRatios.write(&report, modes)
 	for _, r := range table {
 		if strings.HasPrefix(r.label, "small, pipelined") && strings.HasSuffix(r.label, goGo) {
 			m := median(r.rates)

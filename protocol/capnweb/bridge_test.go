@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // A gateway passes a client's callback on to a backend session: the stub
@@ -56,7 +58,7 @@ func (r *reflected) ProtocolVersion() int     { return 1 }
 func (r *reflected) Add(a, b float64) float64 { return a + b }
 func (r *reflected) Greet(ctx context.Context, name string) (string, error) {
 	if name == "" {
-		return "", NewError("TypeError", "no name", Field{Key: "code", Value: "E_NAME"})
+		return "", NewError("TypeError", "no name", jsvalue.Member{Key: "code", Value: "E_NAME"})
 	}
 	return "hi " + name, nil
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // The WebSocket library flushes every message with its own write system
@@ -89,11 +88,10 @@ func (c *corkConn) reset() {
 }
 
 // corkingWriter wraps an http.ResponseWriter so that the connection the
-// WebSocket library hijacks is a corkConn (over a pollConn).
+// WebSocket library hijacks is a corkConn.
 type corkingWriter struct {
 	http.ResponseWriter
-	readSpin time.Duration // how its reads poll: see pollConn
-	conn     *corkConn
+	conn *corkConn
 }
 
 func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -110,7 +108,7 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
-	w.conn = &corkConn{Conn: newPollConn(conn, w.readSpin)}
+	w.conn = &corkConn{Conn: conn}
 	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, brw.Writer.Size())), nil
 }
 

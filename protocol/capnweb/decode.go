@@ -13,32 +13,34 @@ import (
 	"strings"
 	"time"
 
-	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
-// Default decode limits.
+// Decode limits.
 const (
-	DefaultMaxDepth        = 256
-	DefaultMaxBigIntDigits = 16384
-	DefaultMaxMessageSize  = 1 << 20
+	// MaxDepth bounds the nesting of a value, received or sent, as in the
+	// JavaScript library.
+	MaxDepth = 256
+	// MaxBigIntDigits bounds the digits of a received bigint, as in the
+	// JavaScript library.
+	MaxBigIntDigits = 16384
+	// DefaultMaxMessageSize is Options.MaxMessageSize when it is not set.
+	DefaultMaxMessageSize = 1 << 20
 )
 
-// parseMessage parses one message's JSON text. Numbers stay json.Number
-// until evaluated. maxDepth is the evaluator's bound; raw JSON may nest
-// about twice as deep, since every literal array is wrapped once more.
-func parseMessage(msg []byte, maxDepth int) ([]any, error) {
-	return parseMessageScratch(msg, maxDepth, nil)
-}
-
-// parseMessageScratch is parseMessage reusing *scratch; see
-// parseJSONScratch.
+// parseMessageScratch parses one message's JSON text, reusing *scratch
+// (see parseJSONScratch). Numbers stay json.Number until evaluated.
+// maxDepth is the evaluator's bound; raw JSON may nest about twice as deep,
+// since every literal array is wrapped once more.
 func parseMessageScratch(msg []byte, maxDepth int, scratch *[]any) ([]any, error) {
 	v, err := parseJSONScratch(msg, 2*maxDepth+16, scratch)
-	if errors.Is(err, protocol.ErrJSONTooDeep) {
+	if errors.Is(err, jsvalue.ErrTooDeep) {
 		return nil, protoErrorf("message nested deeper than %d", maxDepth)
 	}
 	if err != nil {
-		return nil, protoErrorf("malformed JSON message: %v", err)
+		// "protocol:" names where the reader once lived; peers have always
+		// read the reason so.
+		return nil, protoErrorf("malformed JSON message: protocol: %v", err)
 	}
 	arr, ok := v.([]any)
 	if !ok || len(arr) == 0 {
@@ -84,7 +86,7 @@ type evaluator struct {
 	s         *Session
 	maxDepth  int
 	maxBig    int
-	keepOrder bool // plain objects decode to Object, not map[string]any
+	keepOrder bool // plain objects decode to jsvalue.Object, not map[string]any
 	holes     bool
 	stubs     []*Stub        // handles introduced by this message
 	promises  []*importEntry // promise imports introduced by this message
@@ -102,11 +104,11 @@ func (ev *evaluator) eval(x any, depth int) (any, error) {
 		return v, nil
 	case json.Number:
 		return parseNumber(string(v))
-	case protocol.Object:
-		var ordered Object
+	case jsvalue.Object:
+		var ordered jsvalue.Object
 		var out map[string]any
 		if ev.keepOrder {
-			ordered = make(Object, 0, len(v))
+			ordered = make(jsvalue.Object, 0, len(v))
 		} else {
 			out = make(map[string]any, len(v))
 		}
@@ -121,7 +123,7 @@ func (ev *evaluator) eval(x any, depth int) (any, error) {
 				continue
 			}
 			if ev.keepOrder {
-				ordered = append(ordered, Field{Key: f.Key, Value: val})
+				ordered = append(ordered, jsvalue.Member{Key: f.Key, Value: val})
 			} else {
 				out[f.Key] = val
 			}
@@ -145,7 +147,7 @@ func parseNumber(s string) (any, error) {
 		}
 		return nil, protoErrorf("bad number %q", s)
 	}
-	return protocol.BoxFloat64(f), nil
+	return jsvalue.BoxFloat64(f), nil
 }
 
 func (ev *evaluator) special(v []any, depth int) (any, error) {
@@ -175,7 +177,7 @@ func (ev *evaluator) special(v []any, depth int) (any, error) {
 		if len(v) != 1 {
 			return nil, ev.unknown(v)
 		}
-		return Undefined, nil
+		return jsvalue.Undefined, nil
 	case "nan":
 		return math.NaN(), nil
 	case "inf":
@@ -338,7 +340,7 @@ func (ev *evaluator) errorValue(v []any, depth int) (any, error) {
 		}
 	}
 	if len(v) > 4 {
-		props, ok := v[4].(protocol.Object)
+		props, ok := v[4].(jsvalue.Object)
 		if !ok {
 			return nil, ev.unknown(v)
 		}
@@ -350,7 +352,7 @@ func (ev *evaluator) errorValue(v []any, depth int) (any, error) {
 			if isPrototypeKey(f.Key) || f.Key == "name" || f.Key == "message" || f.Key == "stack" {
 				continue
 			}
-			e.Props = append(e.Props, Field{Key: f.Key, Value: val})
+			e.Props = append(e.Props, jsvalue.Member{Key: f.Key, Value: val})
 		}
 	}
 	return e, nil
@@ -483,7 +485,7 @@ func fill(ctx context.Context, v any) (any, error) {
 			}
 			x[k] = f
 		}
-	case Object:
+	case jsvalue.Object:
 		for i := range x {
 			f, err := fill(ctx, x[i].Value)
 			if err != nil {
@@ -505,7 +507,7 @@ func fill(ctx context.Context, v any) (any, error) {
 
 // holesSettled reports whether every hole in v can be filled at once.
 func holesSettled(v any, depth int) bool {
-	if depth > DefaultMaxDepth+8 {
+	if depth > MaxDepth+8 {
 		return true
 	}
 	switch x := v.(type) {
@@ -523,7 +525,7 @@ func holesSettled(v any, depth int) bool {
 				return false
 			}
 		}
-	case Object:
+	case jsvalue.Object:
 		for _, f := range x {
 			if !holesSettled(f.Value, depth+1) {
 				return false
@@ -545,7 +547,7 @@ func needsRemoteWalk(h *hole) bool {
 	}
 	v, _, _ := h.c.peek()
 	switch v.(type) {
-	case map[string]any, Object, []any:
+	case map[string]any, jsvalue.Object, []any:
 		return false
 	}
 	return true
@@ -556,7 +558,7 @@ func needsRemoteWalk(h *hole) bool {
 // forever (it fails to encode anyway).
 func walkStubs(v any, fn func(*Stub)) {
 	switch v.(type) {
-	case *Stub, []any, map[string]any, Object, *Error:
+	case *Stub, []any, map[string]any, jsvalue.Object, *Error:
 		walkStubsDepth(v, fn, 0)
 	}
 	// Anything else holds no stub: most results are scalars, and skipping
@@ -564,7 +566,7 @@ func walkStubs(v any, fn func(*Stub)) {
 }
 
 func walkStubsDepth(v any, fn func(*Stub), depth int) {
-	if depth > DefaultMaxDepth+8 {
+	if depth > MaxDepth+8 {
 		return
 	}
 	switch x := v.(type) {
@@ -576,7 +578,7 @@ func walkStubsDepth(v any, fn func(*Stub), depth int) {
 		}
 	case map[string]any:
 		walkMapStubs(x, fn, depth)
-	case Object:
+	case jsvalue.Object:
 		for _, f := range x {
 			walkStubsDepth(f.Value, fn, depth+1)
 		}
@@ -600,19 +602,19 @@ func walkMapStubs(m map[string]any, fn func(*Stub), depth int) {
 func walkPath(ctx context.Context, v any, path []string) (any, error) {
 	for i, name := range path {
 		if isPrototypeKey(name) {
-			return Undefined, nil
+			return jsvalue.Undefined, nil
 		}
 		switch x := v.(type) {
 		case map[string]any:
 			val, ok := x[name]
 			if !ok {
-				val = Undefined
+				val = jsvalue.Undefined
 			}
 			v = val
-		case Object:
+		case jsvalue.Object:
 			val, ok := x.Get(name)
 			if !ok {
-				val = Undefined
+				val = jsvalue.Undefined
 			}
 			v = val
 		case []any:
@@ -621,7 +623,7 @@ func walkPath(ctx context.Context, v any, path []string) (any, error) {
 				if name == "length" {
 					v = float64(len(x))
 				} else {
-					v = Undefined
+					v = jsvalue.Undefined
 				}
 			} else {
 				v = x[n]
@@ -636,10 +638,10 @@ func walkPath(ctx context.Context, v any, path []string) (any, error) {
 				return nil, err
 			}
 			v = val
-		case nil, UndefinedValue:
+		case nil, jsvalue.UndefinedValue:
 			return nil, &Error{Name: "TypeError", Message: fmt.Sprintf("Cannot read properties of %s (reading '%s')", jsNullish(x), name)}
 		default:
-			v = Undefined
+			v = jsvalue.Undefined
 		}
 	}
 	return v, nil

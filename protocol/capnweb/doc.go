@@ -3,7 +3,8 @@
 // object to the other side and calls the other side's main object, with
 // functions and objects passed by reference in both directions.
 //
-// It knows nothing about any application protocol built on top of it. The
+// It knows nothing about any application protocol built on top of it; what
+// it needs to know of one it asks through Options.ErrorProps. The
 // wire behaviour follows shared/research/capnweb.md; where that note and the
 // JavaScript library disagree with the protocol document, the library wins.
 //
@@ -71,7 +72,7 @@
 //	bool, string         as is                      bool, string
 //	ints, floats         number, ["nan"], ["inf"],   float64 (−0 is sent as 0,
 //	                     ["-inf"]                    as JSON.stringify does)
-//	Undefined            ["undefined"]              Undefined
+//	jsvalue.Undefined    ["undefined"]              jsvalue.Undefined
 //	*big.Int             ["bigint","123"]           *big.Int
 //	time.Time            ["date",ms]                time.Time (UTC; an invalid
 //	                     (zero: ["date",null])      date arrives as time.Time{})
@@ -81,8 +82,9 @@
 //	Headers              ["headers",[[k,v]…]]       Headers
 //	slices, arrays       [[…]] (escaped)            []any
 //	map[string]T, struct {…} (sorted keys / fields)  map[string]any
-//	Object (ordered)     {…} in the given order     map[string]any (Object
-//	                                                with KeepObjectOrder)
+//	jsvalue.Object       {…} in the given order     map[string]any
+//	                                                (jsvalue.Object with
+//	                                                KeepObjectOrder)
 //	*Error, error        ["error",name,msg,…]       *Error
 //	Func, Target, func(context.Context, []any) (any, error)
 //	                     ["export",-N]              *Stub
@@ -91,22 +93,24 @@
 //	                     ["promise",-N] and a later resolve
 //
 // Integers are JavaScript numbers: beyond 2^53 they lose precision, so
-// send a *big.Int for a bigint. Structs encode like encoding/json does (exported fields, json tags,
-// omitempty, "-"); map keys are sorted (integer-like keys first, as
-// JavaScript enumerates them), so use Object when key order matters.
-// Received plain objects lose keys named after Object.prototype members
-// and "toJSON", exactly as the JavaScript receiver drops them; with
-// Options.KeepObjectOrder they decode to Object in wire order. Strings
-// are UTF-8: a lone surrogate escape or invalid UTF-8 becomes U+FFFD.
-// Sent strings are escaped as JSON.stringify escapes them (not <, >, &,
-// U+2028 or U+2029).
+// send a *big.Int for a bigint. Structs encode like encoding/json does
+// (exported fields, json tags, omitempty, "-"); map keys are sorted
+// (integer-like keys first, as JavaScript enumerates them), so use
+// jsvalue.Object when key order matters; of a key it names twice the peer
+// keeps the last value, as JSON.parse does, and so does
+// jsvalue.Object.Get. Received plain objects lose keys named after
+// Object.prototype members and "toJSON", exactly as the JavaScript receiver
+// drops them; with Options.KeepObjectOrder they decode to jsvalue.Object in
+// wire order. Strings are UTF-8: a lone surrogate escape or invalid UTF-8
+// becomes U+FFFD. Sent strings are escaped as JSON.stringify escapes them
+// (not <, >, &, U+2028 or U+2029).
 //
 // A Handler returning an *Error sends it as is (its Props, "code" above
 // all, cross as own properties). Any other error is sent as an Error whose
-// message is err.Error(), with a "code" property when it implements
-// protocol.Coded. A *Thrown sends a non-error value as the rejection, as
-// JavaScript's throw "text" does, and a received non-error rejection comes
-// back as *Thrown.
+// message is err.Error(), with the own properties Options.ErrorProps gives
+// it (an application's fault code, say). A *Thrown sends a non-error value
+// as the rejection, as JavaScript's throw "text" does, and a received
+// non-error rejection comes back as *Thrown.
 //
 // # Messages not supported
 //
@@ -123,26 +127,22 @@
 //
 // When the session ends (Close, Abort, a received abort, the transport
 // closing, or a protocol error) every pending call fails with a
-// *BrokenError carrying protocol.CodeConnectionBroken and the close code and
-// reason, every served call's context is cancelled, both tables are
-// dropped, and the session's goroutines exit (handlers must honour their
-// ctx). Close closes with 1000; Abort sends an abort and closes with 3000.
+// *BrokenError carrying the close code and reason, every served call's
+// context is cancelled, both tables are dropped, and the session's
+// goroutines exit (handlers must honour their ctx). Close closes with
+// 1000; Abort sends an abort and closes with 3000.
 //
 // Malformed input (bad JSON, unknown messages or tags, unknown ids,
-// over-release, a "promise" id imported twice, depth beyond
-// Options.MaxDepth (256), bigints longer than Options.MaxBigIntDigits
-// (16384, as in JavaScript), messages beyond Options.MaxMessageSize (1 MiB),
-// more than Options.MaxExports outstanding entries, binary frames) makes
-// the session send an abort naming the problem and close with code 3000;
-// it never panics. Over WebSocket, a message beyond the read limit is
+// over-release, a "promise" id imported twice, depth beyond MaxDepth
+// (256), bigints longer than MaxBigIntDigits (16384, as in JavaScript),
+// messages beyond Options.MaxMessageSize (1 MiB), more than
+// Options.MaxExports outstanding entries, binary frames) makes the session
+// send an abort naming the problem and close with code 3000; it never
+// panics. Over WebSocket, a message beyond the read limit is
 // refused by the WebSocket library itself, which closes with 1009.
 //
 // # Performance
 //
 // A connection made by Accept writes the messages queued together in one
-// system call. With Options.ReadSpin it also polls an empty socket for a
-// moment before the runtime puts the read loop to sleep, which saves the
-// peer a thread wake-up per message when it answers quickly; it is off by
-// default because while a connection polls the runtime does not notice
-// other network I/O in the process (see poll.go and docs/benchmarks.md).
+// system call (see docs/benchmarks.md).
 package capnweb

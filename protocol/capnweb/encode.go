@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // errTooDeep is the JavaScript sender's text for a value nested too deep.
@@ -46,12 +46,12 @@ func (e *encoder) value(v any, depth int) error {
 	switch x := v.(type) {
 	case nil:
 		e.buf = append(e.buf, "null"...)
-	case UndefinedValue:
+	case jsvalue.UndefinedValue:
 		e.buf = append(e.buf, `["undefined"]`...)
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, x)
 	case string:
-		e.buf = protocol.AppendJSONString(e.buf, x)
+		e.buf = jsvalue.AppendString(e.buf, x)
 	case float64:
 		e.number(x)
 	case float32:
@@ -110,7 +110,7 @@ func (e *encoder) value(v any, depth int) error {
 			return nil
 		}
 		e.buf = append(e.buf, `["url",`...)
-		e.buf = protocol.AppendJSONString(e.buf, x.String())
+		e.buf = jsvalue.AppendString(e.buf, x.String())
 		e.buf = append(e.buf, ']')
 	case Headers:
 		e.buf = append(e.buf, `["headers",[`...)
@@ -119,9 +119,9 @@ func (e *encoder) value(v any, depth int) error {
 				e.buf = append(e.buf, ',')
 			}
 			e.buf = append(e.buf, '[')
-			e.buf = protocol.AppendJSONString(e.buf, h[0])
+			e.buf = jsvalue.AppendString(e.buf, h[0])
 			e.buf = append(e.buf, ',')
-			e.buf = protocol.AppendJSONString(e.buf, h[1])
+			e.buf = jsvalue.AppendString(e.buf, h[1])
 			e.buf = append(e.buf, ']')
 		}
 		e.buf = append(e.buf, "]]"...)
@@ -159,18 +159,18 @@ func (e *encoder) value(v any, depth int) error {
 			return nil
 		}
 		e.buf = append(e.buf, '{')
-		for i, k := range sortedKeys(x) {
+		for i, k := range jsvalue.SortedKeys(x) {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = protocol.AppendJSONString(e.buf, k)
+			e.buf = jsvalue.AppendString(e.buf, k)
 			e.buf = append(e.buf, ':')
 			if err := e.value(x[k], depth+1); err != nil {
 				return err
 			}
 		}
 		e.buf = append(e.buf, '}')
-	case Object:
+	case jsvalue.Object:
 		return e.object(x, depth)
 	case *Stub:
 		return e.stub(x)
@@ -185,7 +185,7 @@ func (e *encoder) value(v any, depth int) error {
 		}
 		return e.export(Func(x))
 	case error:
-		return e.errorValue(errorToJS(x), depth)
+		return e.errorValue(errorToJS(x, e.errorProps()), depth)
 	default:
 		return e.reflectValue(reflect.ValueOf(v), depth)
 	}
@@ -201,7 +201,7 @@ func (e *encoder) number(f float64) {
 	case math.IsInf(f, -1):
 		e.buf = append(e.buf, `["-inf"]`...)
 	default:
-		e.buf = protocol.AppendJSNumber(e.buf, f)
+		e.buf = jsvalue.AppendNumber(e.buf, f)
 	}
 }
 
@@ -211,7 +211,7 @@ func (e *encoder) bytes(b []byte, marker string) {
 	e.buf = append(e.buf, '"')
 	if marker != "" {
 		e.buf = append(e.buf, ',')
-		e.buf = protocol.AppendJSONString(e.buf, marker)
+		e.buf = jsvalue.AppendString(e.buf, marker)
 	}
 	e.buf = append(e.buf, ']')
 }
@@ -230,13 +230,13 @@ func (e *encoder) typedBytes(b Bytes) error {
 	return nil
 }
 
-func (e *encoder) object(o Object, depth int) error {
+func (e *encoder) object(o jsvalue.Object, depth int) error {
 	e.buf = append(e.buf, '{')
 	for i, f := range o {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = protocol.AppendJSONString(e.buf, f.Key)
+		e.buf = jsvalue.AppendString(e.buf, f.Key)
 		e.buf = append(e.buf, ':')
 		if err := e.value(f.Value, depth+1); err != nil {
 			return err
@@ -254,9 +254,9 @@ func (e *encoder) errorValue(x *Error, depth int) error {
 		name = "Error"
 	}
 	e.buf = append(e.buf, `["error",`...)
-	e.buf = protocol.AppendJSONString(e.buf, name)
+	e.buf = jsvalue.AppendString(e.buf, name)
 	e.buf = append(e.buf, ',')
-	e.buf = protocol.AppendJSONString(e.buf, x.Message)
+	e.buf = jsvalue.AppendString(e.buf, x.Message)
 	if x.Stack == "" && len(x.Props) == 0 {
 		e.buf = append(e.buf, ']')
 		return nil
@@ -265,7 +265,7 @@ func (e *encoder) errorValue(x *Error, depth int) error {
 	if x.Stack == "" {
 		e.buf = append(e.buf, "null"...)
 	} else {
-		e.buf = protocol.AppendJSONString(e.buf, x.Stack)
+		e.buf = jsvalue.AppendString(e.buf, x.Stack)
 	}
 	if len(x.Props) > 0 {
 		e.buf = append(e.buf, ',')
@@ -278,23 +278,27 @@ func (e *encoder) errorValue(x *Error, depth int) error {
 }
 
 // errorToJS converts a Go error to the error a JavaScript peer receives:
-// an *Error anywhere in the chain as is, else its text, with a code
-// property when it carries a fault code.
-func errorToJS(err error) *Error {
+// an *Error anywhere in the chain as is, else its text, with the own
+// properties props gives it (none when props is nil).
+func errorToJS(err error, props ErrorProps) *Error {
 	var je *Error
 	if errors.As(err, &je) {
 		return je
 	}
 	out := &Error{Name: "Error", Message: err.Error()}
-	if c := protocol.CodeOf(err); c != "" {
-		out.Props = Object{{Key: "code", Value: string(c)}}
-		// A refusal that says when to retry says it as a number too, so a
-		// client need not parse the text.
-		if d, ok := protocol.RetryAfterOf(err); ok {
-			out.Props = append(out.Props, Field{Key: protocol.RetryAfterProp, Value: float64(d.Milliseconds())})
-		}
+	if props != nil {
+		out.Props = props.ErrorProps(err)
 	}
 	return out
+}
+
+// errorProps is the session's ErrorProps; an encoder outside a session
+// has none.
+func (e *encoder) errorProps() ErrorProps {
+	if e.s == nil {
+		return nil
+	}
+	return e.s.opts.ErrorProps
 }
 
 // stub writes a reference to a peer object: ["import",id] when it belongs
@@ -384,7 +388,7 @@ func (e *encoder) path(path []string) {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = protocol.AppendJSONString(e.buf, p)
+		e.buf = jsvalue.AppendString(e.buf, p)
 	}
 	e.buf = append(e.buf, ']')
 }
@@ -403,7 +407,7 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 	case reflect.Bool:
 		e.buf = strconv.AppendBool(e.buf, rv.Bool())
 	case reflect.String:
-		e.buf = protocol.AppendJSONString(e.buf, rv.String())
+		e.buf = jsvalue.AppendString(e.buf, rv.String())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		e.number(float64(rv.Int()))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
@@ -438,11 +442,11 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 			m[it.Key().String()] = it.Value()
 		}
 		e.buf = append(e.buf, '{')
-		for i, k := range sortedKeys(m) {
+		for i, k := range jsvalue.SortedKeys(m) {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = protocol.AppendJSONString(e.buf, k)
+			e.buf = jsvalue.AppendString(e.buf, k)
 			e.buf = append(e.buf, ':')
 			if err := e.value(m[k].Interface(), depth+1); err != nil {
 				return err
@@ -461,7 +465,7 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 				e.buf = append(e.buf, ',')
 			}
 			n++
-			e.buf = protocol.AppendJSONString(e.buf, f.name)
+			e.buf = jsvalue.AppendString(e.buf, f.name)
 			e.buf = append(e.buf, ':')
 			if err := e.value(fv.Interface(), depth+1); err != nil {
 				return err

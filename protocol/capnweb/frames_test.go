@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // The traces below are the real frames quoted in capnweb.md (sections 5
@@ -25,7 +27,7 @@ func TestFramesServerCallsCallbacks(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			resp, err := outbound.Call(ctx, "", Object{
+			resp, err := outbound.Call(ctx, "", jsvalue.Object{
 				{Key: "method", Value: "GET"},
 				{Key: "url", Value: "https://example.com/"},
 				{Key: "headers", Value: [][]string{{"accept", "*/*"}}},
@@ -39,7 +41,7 @@ func TestFramesServerCallsCallbacks(t *testing.T) {
 			if body.Type != TypeArrayBuffer || string(body.Data) != "hi" {
 				return nil, errors.New("bad body")
 			}
-			return Object{{Key: "resultJson", Value: d.(string)}, {Key: "logs", Value: []any{}}}, nil
+			return jsvalue.Object{{Key: "resultJson", Value: d.(string)}, {Key: "logs", Value: []any{}}}, nil
 		},
 	})
 	r.send(`["push",["pipeline",0,["protocolVersion"],[]]]`)
@@ -104,9 +106,9 @@ func TestFramesClientCallback(t *testing.T) {
 func TestFramesRejectWithProps(t *testing.T) {
 	r := newRaw(t, Methods{
 		"throwTyped": func(ctx context.Context, args []any) (any, error) {
-			return nil, &Error{Name: "TypeError", Message: "bad type", Props: Object{
+			return nil, &Error{Name: "TypeError", Message: "bad type", Props: jsvalue.Object{
 				{Key: "code", Value: "E_BAD"},
-				{Key: "details", Value: Object{
+				{Key: "details", Value: jsvalue.Object{
 					{Key: "n", Value: big.NewInt(1)},
 					{Key: "when", Value: time.UnixMilli(0)},
 					{Key: "list", Value: []any{1, 2}},
@@ -152,12 +154,12 @@ func TestFramesReceiveRejectWithProps(t *testing.T) {
 	if je.Name != "TypeError" || je.Message != "bad type" || je.Code() != "E_BAD" {
 		t.Fatalf("err = %+v", je)
 	}
-	d, _ := je.Prop("details")
+	d, _ := je.Props.Get("details")
 	dm := d.(map[string]any)
 	if dm["n"].(*big.Int).Int64() != 1 || !dm["when"].(time.Time).Equal(time.UnixMilli(0)) || mustJSON(dm["list"]) != "[1,2]" {
 		t.Fatalf("details = %#v", dm)
 	}
-	c, _ := je.Prop("cause")
+	c, _ := je.Props.Get("cause")
 	if ce, ok := c.(*Error); !ok || ce.Name != "RangeError" || ce.Message != "inner" {
 		t.Fatalf("cause = %#v", c)
 	}

@@ -36,7 +36,7 @@ func FuzzDecodeValue(f *testing.F) {
 		a, _ := Pipe()
 		s := NewSession(a, echoMain(), Options{})
 		defer s.Close()
-		msg, err := parseMessage(append(append([]byte(`["x",`), data...), ']'), DefaultMaxDepth)
+		msg, err := parseMessage(append(append([]byte(`["x",`), data...), ']'), MaxDepth)
 		if err != nil || len(msg) != 2 {
 			return
 		}
@@ -50,11 +50,11 @@ func FuzzDecodeValue(f *testing.F) {
 		if err != nil || ev.holes || len(ev.stubs) > 0 {
 			return
 		}
-		e1 := &encoder{maxDepth: DefaultMaxDepth + 10}
+		e1 := &encoder{maxDepth: MaxDepth + 10}
 		if err := e1.value(v, 0); err != nil {
 			t.Fatalf("decoded value does not encode: %v", err)
 		}
-		m2, err := parseMessage(append(append([]byte(`["x",`), e1.buf...), ']'), DefaultMaxDepth+10)
+		m2, err := parseMessage(append(append([]byte(`["x",`), e1.buf...), ']'), MaxDepth+10)
 		if err != nil {
 			t.Fatalf("encoding is not valid JSON: %s: %v", e1.buf, err)
 		}
@@ -66,7 +66,7 @@ func FuzzDecodeValue(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", e1.buf, err)
 		}
-		e2 := &encoder{maxDepth: DefaultMaxDepth + 10}
+		e2 := &encoder{maxDepth: MaxDepth + 10}
 		if err := e2.value(v2, 0); err != nil || !bytes.Equal(e1.buf, e2.buf) {
 			t.Fatalf("unstable encoding:\n%s\n%s (%v)", e1.buf, e2.buf, err)
 		}

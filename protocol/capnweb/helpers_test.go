@@ -3,10 +3,13 @@ package capnweb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // pair connects two sessions over an in-memory pipe and closes both at
@@ -14,13 +17,37 @@ import (
 func pair(t *testing.T, serverMain, clientMain Target) (server, client *Session) {
 	t.Helper()
 	a, b := Pipe()
-	server = NewSession(a, serverMain, Options{})
-	client = NewSession(b, clientMain, Options{})
+	server = NewSession(a, serverMain, Options{ErrorProps: CodeProps{}})
+	client = NewSession(b, clientMain, Options{ErrorProps: CodeProps{}})
 	t.Cleanup(func() {
 		client.Close()
 		server.Close()
 	})
 	return server, client
+}
+
+// CodedError is a Go error carrying an application's fault code, and
+// CodeProps the ErrorProps that sends the code as the error's code
+// property, as an application protocol tells a session (protocol/executorapi
+// does so for the executor contract). Exported for the interop tests.
+type CodedError struct{ Code, Text string }
+
+func (e CodedError) Error() string { return e.Text }
+
+type CodeProps struct{}
+
+func (CodeProps) ErrorProps(err error) jsvalue.Object {
+	var c CodedError
+	if errors.As(err, &c) {
+		return jsvalue.Object{{Key: "code", Value: c.Code}}
+	}
+	return nil
+}
+
+// isBroken reports whether err is the failure of a session that ended.
+func isBroken(err error) bool {
+	var be *BrokenError
+	return errors.As(err, &be)
 }
 
 // rawPeer is a session facing a test that speaks frames by hand.

@@ -48,7 +48,7 @@ func (s *Session) readLoop() {
 }
 
 func (s *Session) newEvaluator() *evaluator {
-	return &evaluator{s: s, maxDepth: s.opts.MaxDepth, maxBig: s.opts.MaxBigIntDigits, keepOrder: s.opts.KeepObjectOrder}
+	return &evaluator{s: s, maxDepth: MaxDepth, maxBig: MaxBigIntDigits, keepOrder: s.opts.KeepObjectOrder}
 }
 
 // handleMessage dispatches one message. It never waits for application
@@ -64,7 +64,7 @@ func (s *Session) handleMessage(raw []byte) (perr *ProtocolError) {
 
 // dispatch is handleMessage without the panic guard (fuzzed directly).
 func (s *Session) dispatch(raw []byte) *ProtocolError {
-	msg, err := parseMessageScratch(raw, s.opts.MaxDepth, &s.parseScratch)
+	msg, err := parseMessageScratch(raw, MaxDepth, &s.parseScratch)
 	if err != nil {
 		return asProto(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
@@ -24,15 +24,9 @@ type goScenario struct {
 	run  func(t *testing.T, ctx context.Context, sess *capnweb.Session, url string)
 }
 
-// codedError is an ordinary Go error carrying a fault code, as the gateway's errors do.
-type codedError struct{ code protocol.Code }
-
-func (e codedError) Error() string            { return "coded failure" }
-func (e codedError) FaultCode() protocol.Code { return e.code }
-
 func dialGo(t *testing.T, ctx context.Context, url string) *capnweb.Session {
 	t.Helper()
-	sess, err := capnweb.Dial(ctx, url, nil, capnweb.Options{})
+	sess, err := capnweb.Dial(ctx, url, nil, capnweb.Options{ErrorProps: capnweb.CodeProps{}})
 	if err != nil {
 		t.Fatalf("dialing %s: %v", url, err)
 	}
@@ -220,7 +214,7 @@ func goClientScenarios() []goScenario {
 
 	add("errors/callback_throws", func(t *testing.T, ctx context.Context, sess *capnweb.Session, _ string) {
 		cb := capnweb.Func(func(ctx context.Context, args []any) (any, error) {
-			return nil, capnweb.NewError("RangeError", "callback failed", capnweb.Field{Key: "code", Value: "E_CALLBACK"})
+			return nil, capnweb.NewError("RangeError", "callback failed", jsvalue.Member{Key: "code", Value: "E_CALLBACK"})
 		})
 		got := mustCall(t, ctx, sess.Main(), "callbackThrows", cb)
 		wantResult(t, "what the server saw", got, map[string]any{
@@ -230,11 +224,11 @@ func goClientScenarios() []goScenario {
 
 	add("errors/callback_returns_coded_go_error", func(t *testing.T, ctx context.Context, sess *capnweb.Session, _ string) {
 		cb := capnweb.Func(func(ctx context.Context, args []any) (any, error) {
-			return nil, fmt.Errorf("wrapped: %w", codedError{protocol.CodeHandlesClosed})
+			return nil, fmt.Errorf("wrapped: %w", capnweb.CodedError{Code: "HANDLES_CLOSED", Text: "coded failure"})
 		})
 		got := mustCall(t, ctx, sess.Main(), "callbackThrows", cb)
 		wantResult(t, "what the server saw", got, map[string]any{
-			"threw": true, "name": "Error", "message": "wrapped: coded failure", "code": string(protocol.CodeHandlesClosed),
+			"threw": true, "name": "Error", "message": "wrapped: coded failure", "code": "HANDLES_CLOSED",
 		})
 	})
 
@@ -353,9 +347,6 @@ func goClientScenarios() []goScenario {
 		if broken.CloseCode != 4000 || broken.Reason != "closeMidCall" {
 			t.Errorf("close %d %q, want 4000 \"closeMidCall\"", broken.CloseCode, broken.Reason)
 		}
-		if code := protocol.CodeOf(err); code != protocol.CodeConnectionBroken {
-			t.Errorf("fault code %q, want %q", code, protocol.CodeConnectionBroken)
-		}
 		select {
 		case <-sess.Done():
 		case <-time.After(5 * time.Second):
@@ -381,8 +372,9 @@ func goClientScenarios() []goScenario {
 		}
 		select {
 		case err := <-pending:
-			if code := protocol.CodeOf(err); code != protocol.CodeConnectionBroken {
-				t.Errorf("the pending call failed with %T %v (code %q), want %q", err, err, code, protocol.CodeConnectionBroken)
+			var broken *capnweb.BrokenError
+			if !errors.As(err, &broken) {
+				t.Errorf("the pending call failed with %T %v, want *capnweb.BrokenError", err, err)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("the pending call did not fail within 5 s of Close")

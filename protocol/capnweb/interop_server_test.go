@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
@@ -129,7 +130,7 @@ func argAt(args []any, i int) any {
 	if i < len(args) {
 		return args[i]
 	}
-	return capnweb.Undefined
+	return jsvalue.Undefined
 }
 
 func numberArg(args []any, i int) (float64, error) {
@@ -307,13 +308,13 @@ func (a *testAPI) methods() capnweb.Methods {
 			}
 			result, err := cb.Call(ctx, "")
 			if err == nil {
-				return capnweb.Object{{Key: "threw", Value: false}, {Key: "result", Value: result}}, nil
+				return jsvalue.Object{{Key: "threw", Value: false}, {Key: "result", Value: result}}, nil
 			}
 			var e *capnweb.Error
 			if !errors.As(err, &e) {
-				return capnweb.Object{{Key: "threw", Value: true}, {Key: "thrown", Value: err.Error()}}, nil
+				return jsvalue.Object{{Key: "threw", Value: true}, {Key: "thrown", Value: err.Error()}}, nil
 			}
-			out := capnweb.Object{{Key: "threw", Value: true}, {Key: "name", Value: e.Name}, {Key: "message", Value: e.Message}}
+			out := jsvalue.Object{{Key: "threw", Value: true}, {Key: "name", Value: e.Name}, {Key: "message", Value: e.Message}}
 			for _, f := range e.Props {
 				switch f.Value.(type) {
 				case string, float64, bool, nil:
@@ -324,7 +325,7 @@ func (a *testAPI) methods() capnweb.Methods {
 		},
 		"throwWithCode": func(ctx context.Context, args []any) (any, error) {
 			msg, _ := argAt(args, 0).(string)
-			return nil, capnweb.NewError("Error", msg, capnweb.Field{Key: "code", Value: argAt(args, 1)})
+			return nil, capnweb.NewError("Error", msg, jsvalue.Member{Key: "code", Value: argAt(args, 1)})
 		},
 		"makeCounter": func(ctx context.Context, args []any) (any, error) {
 			start, err := numberArg(args, 0)

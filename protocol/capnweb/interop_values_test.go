@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
@@ -63,7 +64,7 @@ func goSendValues() map[string]any {
 		"bool_true":              true,
 		"bool_false":             false,
 		"null":                   nil,
-		"undefined":              capnweb.Undefined,
+		"undefined":              jsvalue.Undefined,
 		"bigint":                 bigInt("12345678901234567890"),
 		"bigint_negative":        bigInt("-98765432109876543210"),
 		"bigint_zero":            big.NewInt(0),
@@ -75,23 +76,23 @@ func goSendValues() map[string]any {
 		"arraybuffer":            capnweb.Bytes{Type: capnweb.TypeArrayBuffer, Data: []byte{9, 8, 7}},
 		"array_empty":            []any{},
 		"array_nested":           []any{1, []any{2, []any{uint8(3), []int{}}}, "x", [][]string{{}}},
-		"array_mixed":            []any{nil, capnweb.Undefined, true, "s", float32(1.5), big.NewInt(2), []time.Time{time.UnixMilli(0)}},
+		"array_mixed":            []any{nil, jsvalue.Undefined, true, "s", float32(1.5), big.NewInt(2), []time.Time{time.UnixMilli(0)}},
 		"object_empty":           map[string]any{},
 		"object_nested":          map[string]any{"a": map[string]any{"b": map[string][]int{"c": {1, 2}}}, "key with space": 1, "\u00fcn\u00efcode": "v", "": "empty key"},
-		"object_undefined_field": capnweb.Object{{Key: "u", Value: capnweb.Undefined}, {Key: "n", Value: nil}},
+		"object_undefined_field": jsvalue.Object{{Key: "u", Value: jsvalue.Undefined}, {Key: "n", Value: nil}},
 		"object_types": objectTypes{
 			Bytes: []byte{1}, When: time.UnixMilli(5), Big: big.NewInt(7),
 			Buf: capnweb.Bytes{Type: capnweb.TypeArrayBuffer, Data: []byte{2, 3}}, Skip: "not sent",
 		},
 		"error":       capnweb.NewError("Error", "plain error"),
-		"error_code":  capnweb.NewError("Error", "error with a code", capnweb.Field{Key: "code", Value: "E_CODE"}, capnweb.Field{Key: "count", Value: 5}),
-		"error_typed": capnweb.NewError("TypeError", "typed error", capnweb.Field{Key: "code", Value: "E_TYPED"}),
+		"error_code":  capnweb.NewError("Error", "error with a code", jsvalue.Member{Key: "code", Value: "E_CODE"}, jsvalue.Member{Key: "count", Value: 5}),
+		"error_typed": capnweb.NewError("TypeError", "typed error", jsvalue.Member{Key: "code", Value: "E_TYPED"}),
 		"deep":        nestedValue(100),
 	}
 }
 
-func errorValue(name, message string, props ...capnweb.Field) *capnweb.Error {
-	return &capnweb.Error{Name: name, Message: message, Props: capnweb.Object(props)}
+func errorValue(name, message string, props ...jsvalue.Member) *capnweb.Error {
+	return &capnweb.Error{Name: name, Message: message, Props: jsvalue.Object(props)}
 }
 
 // goReceivedValues is every named value as a Go peer decodes it after one trip over the wire.
@@ -113,7 +114,7 @@ func goReceivedValues() map[string]any {
 		"bool_true":              true,
 		"bool_false":             false,
 		"null":                   nil,
-		"undefined":              capnweb.Undefined,
+		"undefined":              jsvalue.Undefined,
 		"bigint":                 bigInt("12345678901234567890"),
 		"bigint_negative":        bigInt("-98765432109876543210"),
 		"bigint_zero":            big.NewInt(0),
@@ -125,17 +126,17 @@ func goReceivedValues() map[string]any {
 		"arraybuffer":            capnweb.Bytes{Type: capnweb.TypeArrayBuffer, Data: []byte{9, 8, 7}},
 		"array_empty":            []any{},
 		"array_nested":           []any{1.0, []any{2.0, []any{3.0, []any{}}}, "x", []any{[]any{}}},
-		"array_mixed":            []any{nil, capnweb.Undefined, true, "s", 1.5, big.NewInt(2), []any{time.UnixMilli(0).UTC()}},
+		"array_mixed":            []any{nil, jsvalue.Undefined, true, "s", 1.5, big.NewInt(2), []any{time.UnixMilli(0).UTC()}},
 		"object_empty":           map[string]any{},
 		"object_nested":          map[string]any{"a": map[string]any{"b": map[string]any{"c": []any{1.0, 2.0}}}, "key with space": 1.0, "\u00fcn\u00efcode": "v", "": "empty key"},
-		"object_undefined_field": map[string]any{"u": capnweb.Undefined, "n": nil},
+		"object_undefined_field": map[string]any{"u": jsvalue.Undefined, "n": nil},
 		"object_types": map[string]any{
 			"bytes": []byte{1}, "when": time.UnixMilli(5).UTC(), "big": big.NewInt(7),
 			"buf": capnweb.Bytes{Type: capnweb.TypeArrayBuffer, Data: []byte{2, 3}},
 		},
 		"error":       errorValue("Error", "plain error"),
-		"error_code":  errorValue("Error", "error with a code", capnweb.Field{Key: "code", Value: "E_CODE"}, capnweb.Field{Key: "count", Value: 5.0}),
-		"error_typed": errorValue("TypeError", "typed error", capnweb.Field{Key: "code", Value: "E_TYPED"}),
+		"error_code":  errorValue("Error", "error with a code", jsvalue.Member{Key: "code", Value: "E_CODE"}, jsvalue.Member{Key: "count", Value: 5.0}),
+		"error_typed": errorValue("TypeError", "typed error", jsvalue.Member{Key: "code", Value: "E_TYPED"}),
 		"deep":        nestedValue(100),
 	}
 }
@@ -164,8 +165,8 @@ func goDiffAt(path string, got, want any) string {
 		if got != nil {
 			return mismatch()
 		}
-	case capnweb.UndefinedValue:
-		if _, ok := got.(capnweb.UndefinedValue); !ok {
+	case jsvalue.UndefinedValue:
+		if _, ok := got.(jsvalue.UndefinedValue); !ok {
 			return mismatch()
 		}
 	case bool, string:

@@ -7,8 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
+
+// parseJSON and parseMessage read one text without a scratch to reuse.
+func parseJSON(data []byte, maxDepth int) (any, error) { return parseJSONScratch(data, maxDepth, nil) }
+
+func parseMessage(msg []byte, maxDepth int) ([]any, error) {
+	return parseMessageScratch(msg, maxDepth, nil)
+}
 
 // The parser agrees with encoding/json on valid input and rejects what
 // JSON.parse rejects.
@@ -86,7 +93,7 @@ var errTrailing = errors.New("trailing")
 // plainJSON turns rawObjects into maps, the form encoding/json produces.
 func plainJSON(v any) any {
 	switch x := v.(type) {
-	case protocol.Object:
+	case jsvalue.Object:
 		m := make(map[string]any, len(x))
 		for _, f := range x {
 			m[f.Key] = plainJSON(f.Value)
@@ -107,7 +114,7 @@ func TestParseJSONKeyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := protocol.Object{{Key: "z", Value: json.Number("3")}, {Key: "a", Value: json.Number("2")}, {Key: "m", Value: json.Number("4")}}
+	want := jsvalue.Object{{Key: "z", Value: json.Number("3")}, {Key: "a", Value: json.Number("2")}, {Key: "m", Value: json.Number("4")}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v", got)
 	}
@@ -161,7 +168,7 @@ func BenchmarkParseCallMessages(b *testing.B) {
 	var scratch []any
 	for b.Loop() {
 		for _, m := range msgs {
-			if _, err := parseMessageScratch(m, DefaultMaxDepth, &scratch); err != nil {
+			if _, err := parseMessageScratch(m, MaxDepth, &scratch); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -3,6 +3,8 @@ package capnweb
 import (
 	"fmt"
 	"sync"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // exportOverhead is what one export costs beyond the bytes of the message
@@ -28,16 +30,6 @@ type MemoryBudget struct {
 func NewMemoryBudget(limit int64) *MemoryBudget {
 	return &MemoryBudget{limit: limit, by: map[*Session]int64{}}
 }
-
-// Used is how many bytes the sessions hold now.
-func (b *MemoryBudget) Used() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
-// Limit is the budget's bound in bytes.
-func (b *MemoryBudget) Limit() int64 { return b.limit }
 
 // charge adds n bytes (negative: gives them back) to what s holds. When a
 // charge takes the budget past its bound it returns the session that holds
@@ -108,7 +100,7 @@ func (s *Session) releaseAll() {
 // and byte arrays take, and a little for everything else. It bounds the
 // walk's depth as the encoder does.
 func approxSize(v any, depth int) int64 {
-	if depth > DefaultMaxDepth+8 {
+	if depth > MaxDepth+8 {
 		return 0
 	}
 	switch x := v.(type) {
@@ -134,7 +126,7 @@ func approxSize(v any, depth int) int64 {
 			n += int64(len(k)) + 16 + approxSize(el, depth+1)
 		}
 		return n
-	case Object:
+	case jsvalue.Object:
 		n := int64(24)
 		for _, f := range x {
 			n += int64(len(f.Key)) + 16 + approxSize(f.Value, depth+1)

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // budgetAbort is MemoryBudgetText's whole text, any held figure.
@@ -71,9 +73,16 @@ func TestMemoryBudgetAbortsTheConnectionThatHoldsIt(t *testing.T) {
 // TestApproxSizeCountsStringsAndBytes: a result is charged what its text
 // and data take.
 func TestApproxSizeCountsStringsAndBytes(t *testing.T) {
-	v := Object{{Key: "resultJson", Value: strings.Repeat("a", 1000)}, {Key: "logs", Value: []any{Object{{Key: "text", Value: strings.Repeat("b", 500)}}}},
+	v := jsvalue.Object{{Key: "resultJson", Value: strings.Repeat("a", 1000)}, {Key: "logs", Value: []any{jsvalue.Object{{Key: "text", Value: strings.Repeat("b", 500)}}}},
 		{Key: "data", Value: Bytes{Data: make([]byte, 2000)}}}
 	if n := approxSize(v, 0); n < 3500 || n > 4000 {
 		t.Fatalf("approxSize = %d, want the 3,500 bytes of text and data and a little", n)
 	}
+}
+
+// Used is how many bytes the sessions hold now; the tests read it.
+func (b *MemoryBudget) Used() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
 }

@@ -75,7 +75,7 @@ func (s *Session) writeLoop() {
 }
 
 func (s *Session) newEncoder() *encoder {
-	return &encoder{s: s, maxDepth: s.opts.MaxDepth, buf: make([]byte, 0, 128)}
+	return &encoder{s: s, maxDepth: MaxDepth, buf: make([]byte, 0, 128)}
 }
 
 // commit makes the exports created by a successful encoding live. Caller
@@ -149,7 +149,7 @@ func (s *Session) rejectMessage(id int64, reason error, post *[]func()) []byte {
 	if errors.As(reason, &th) {
 		val = th.Value
 	} else {
-		val = errorToJS(reason)
+		val = errorToJS(reason, s.opts.ErrorProps)
 	}
 	e := s.newEncoder()
 	e.buf = append(e.buf, `["reject",`...)
@@ -157,7 +157,7 @@ func (s *Session) rejectMessage(id int64, reason error, post *[]func()) []byte {
 	e.buf = append(e.buf, ',')
 	if err := e.value(val, 0); err != nil {
 		*post = append(*post, s.rollback(e)...)
-		je := errorToJS(reason)
+		je := errorToJS(reason, s.opts.ErrorProps)
 		e = s.newEncoder()
 		e.buf = append(e.buf, `["reject",`...)
 		e.buf = strconv.AppendInt(e.buf, id, 10)

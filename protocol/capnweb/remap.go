@@ -3,7 +3,7 @@ package capnweb
 import (
 	"context"
 
-	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // remap evaluates ["remap", id, path, captures, instructions], the body of
@@ -83,7 +83,7 @@ func (ev *evaluator) remap(v []any, depth int) (any, error) {
 		}
 		capList := fcaps.([]any)
 		switch x := b.(type) {
-		case nil, UndefinedValue:
+		case nil, jsvalue.UndefinedValue:
 			out.settle(b, nil)
 		case []any:
 			res := make([]any, len(x))
@@ -111,7 +111,7 @@ func (s *Session) runMapper(ctx context.Context, elem any, caps []any, instrs []
 	for i, c := range caps {
 		table[-int64(i+1)] = c
 	}
-	var last any = Undefined
+	var last any = jsvalue.Undefined
 	for i, in := range instrs {
 		s.mu.Lock()
 		if s.ended {
@@ -172,7 +172,7 @@ func checkShape(x any, depth, max int) error {
 				return err
 			}
 		}
-	case protocol.Object:
+	case jsvalue.Object:
 		for _, f := range v {
 			if err := checkShape(f.Value, depth+1, max); err != nil {
 				return err

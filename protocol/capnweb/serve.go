@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 // TargetFromMethods returns a Target whose methods are v's exported
@@ -101,13 +103,13 @@ func (m methodTarget) CallMethod(ctx context.Context, name string, args []any) (
 	out := fn.Call(in)
 	switch len(out) {
 	case 0:
-		return Undefined, nil
+		return jsvalue.Undefined, nil
 	case 1:
 		if ft.Out(0) == errorType {
 			if err, _ := out[0].Interface().(error); err != nil {
 				return nil, err
 			}
-			return Undefined, nil
+			return jsvalue.Undefined, nil
 		}
 		return out[0].Interface(), nil
 	}
@@ -120,7 +122,7 @@ func (m methodTarget) CallMethod(ctx context.Context, name string, args []any) (
 // GetProperty returns a method as a Func.
 func (m methodTarget) GetProperty(ctx context.Context, name string) (any, error) {
 	if _, ok := m[name]; !ok || isPrototypeKey(name) {
-		return Undefined, nil
+		return jsvalue.Undefined, nil
 	}
 	return Func(func(ctx context.Context, args []any) (any, error) {
 		return m.CallMethod(ctx, name, args)
@@ -129,7 +131,7 @@ func (m methodTarget) GetProperty(ctx context.Context, name string) (any, error)
 
 // convertArg converts a received value to parameter type t.
 func convertArg(a any, t reflect.Type) (reflect.Value, error) {
-	if a == nil || a == Undefined {
+	if a == nil || a == jsvalue.Undefined {
 		return reflect.Zero(t), nil
 	}
 	av := reflect.ValueOf(a)

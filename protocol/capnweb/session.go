@@ -12,12 +12,6 @@ import (
 
 // Options configures a Session. The zero value gives the defaults.
 type Options struct {
-	// MaxDepth bounds the nesting of a received value; default 256, as in
-	// the JavaScript library.
-	MaxDepth int
-	// MaxBigIntDigits bounds the digits of a received bigint; default
-	// 16384, as in the JavaScript library.
-	MaxBigIntDigits int
 	// MaxMessageSize bounds one received message in bytes; default 1 MiB.
 	// The WebSocket transport made by Dial and Accept uses it as its read
 	// limit.
@@ -30,35 +24,22 @@ type Options struct {
 	// Memory, when set, is the budget this session's held bytes count
 	// against (shared by the sessions of a server); see MemoryBudget.
 	Memory *MemoryBudget
-	// KeepObjectOrder makes received plain objects decode to Object, in
-	// the order the peer wrote their keys, instead of map[string]any.
+	// KeepObjectOrder makes received plain objects decode to
+	// jsvalue.Object, in the order the peer wrote their keys, instead of
+	// map[string]any.
 	KeepObjectOrder bool
+	// ErrorProps gives the own properties a Go error that is not an *Error
+	// is sent with; nil sends its message alone.
+	ErrorProps ErrorProps
 	// BaseContext is the parent of every served call's context; default
 	// context.Background(). Served calls are cancelled when it is.
 	BaseContext context.Context
-	// CloseTimeout bounds flushing the last messages when the session
-	// ends; default 5s.
-	CloseTimeout time.Duration
-	// ReadSpin, when positive, is how long the read loop of a connection
-	// made by Accept keeps polling an empty socket before it lets the
-	// runtime wait for data, while messages have lately arrived within
-	// that time; zero or negative: never poll (the default). It trades
-	// CPU for latency, and while a connection polls the runtime does not
-	// look for other ready network I/O in the process (see poll.go): use
-	// it only in a process whose sessions are its only I/O.
-	ReadSpin time.Duration
 	// Dial and Accept are passed to coder/websocket by Dial and Accept.
 	Dial   *websocket.DialOptions
 	Accept *websocket.AcceptOptions
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxDepth <= 0 {
-		o.MaxDepth = DefaultMaxDepth
-	}
-	if o.MaxBigIntDigits <= 0 {
-		o.MaxBigIntDigits = DefaultMaxBigIntDigits
-	}
 	if o.MaxMessageSize <= 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize
 	}
@@ -67,9 +48,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxExports <= 0 {
 		o.MaxExports = 1 << 16
-	}
-	if o.CloseTimeout <= 0 {
-		o.CloseTimeout = 5 * time.Second
 	}
 	return o
 }
@@ -191,7 +169,7 @@ func (s *Session) Main() *Stub { return s.main }
 
 // Close ends the session: pending calls fail with a *BrokenError, served
 // calls are cancelled, and the transport closes with code 1000. It waits
-// (at most Options.CloseTimeout) for the last messages to be written.
+// (at most 5 s) for the last messages to be written.
 func (s *Session) Close() error {
 	s.shutdown(ErrSessionClosed, nil, CloseNormal, "RPC session was closed")
 	<-s.writerDone
@@ -213,8 +191,8 @@ func (s *Session) Abort(reason error) {
 	if reason == nil {
 		reason = errors.New("RPC session aborted")
 	}
-	je := errorToJS(reason)
-	e := &encoder{maxDepth: s.opts.MaxDepth}
+	je := errorToJS(reason, s.opts.ErrorProps)
+	e := &encoder{maxDepth: MaxDepth}
 	e.buf = append(e.buf, `["abort",`...)
 	if err := e.errorValue(je, 0); err != nil {
 		e.buf = append(e.buf[:0], `["abort",`...)

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 type counter struct {
@@ -94,10 +93,10 @@ func testMain(kept *sync.Map) Methods {
 			return args[0].(Target).CallMethod(ctx, "inc", []any{100.0})
 		},
 		"fail": func(ctx context.Context, args []any) (any, error) {
-			return nil, NewError("TypeError", "bad type", Field{Key: "code", Value: "E_BAD"})
+			return nil, NewError("TypeError", "bad type", jsvalue.Member{Key: "code", Value: "E_BAD"})
 		},
 		"faultCoded": func(ctx context.Context, args []any) (any, error) {
-			return nil, fmt.Errorf("wrapped: %w", &BrokenError{text: "gone"})
+			return nil, fmt.Errorf("wrapped: %w", CodedError{Code: "E_CODED", Text: "gone"})
 		},
 		"block": func(ctx context.Context, args []any) (any, error) {
 			Detach(ctx)
@@ -152,7 +151,7 @@ func TestCallbacks(t *testing.T) {
 	})
 	t.Run("thrown error from callback", func(t *testing.T) {
 		thrower := Func(func(ctx context.Context, args []any) (any, error) {
-			return nil, NewError("RangeError", "cb failed", Field{Key: "code", Value: "CB"})
+			return nil, NewError("RangeError", "cb failed", jsvalue.Member{Key: "code", Value: "CB"})
 		})
 		_, err := main.Call(ctx, "callOnce", thrower)
 		var je *Error
@@ -185,7 +184,7 @@ func TestCallbacks(t *testing.T) {
 }
 
 // Errors cross with their code both ways; Go errors carrying a fault code
-// get a code property.
+// get the code property the session's ErrorProps gives them.
 func TestErrorsBothWays(t *testing.T) {
 	var kept sync.Map
 	_, c := pair(t, testMain(&kept), nil)
@@ -196,7 +195,7 @@ func TestErrorsBothWays(t *testing.T) {
 		t.Fatalf("err = %#v", err)
 	}
 	_, err = c.Main().Call(ctx, "faultCoded")
-	if !errors.As(err, &je) || je.Code() != string(protocol.CodeConnectionBroken) || je.Message != "wrapped: gone" {
+	if !errors.As(err, &je) || je.Code() != "E_CODED" || je.Message != "wrapped: gone" {
 		t.Fatalf("err = %#v", err)
 	}
 	_, err = c.Main().Call(ctx, "nope")
@@ -376,133 +375,6 @@ func TestNoLeakAfterManyCalls(t *testing.T) {
 	settleGoroutines(t, base)
 }
 
-// Closing mid-call, from either side: pending calls fail with a
-// connection-broken error naming the close; served calls are cancelled.
-func TestCloseMidCall(t *testing.T) {
-	for _, closer := range []string{"client", "server"} {
-		t.Run(closer, func(t *testing.T) {
-			base := runtime.NumGoroutine()
-			served := make(chan context.Context, 1)
-			a, b := Pipe()
-			srv := NewSession(a, Methods{
-				"hang": func(ctx context.Context, args []any) (any, error) {
-					served <- ctx
-					<-ctx.Done()
-					return nil, ctx.Err()
-				},
-			}, Options{})
-			c := NewSession(b, nil, Options{})
-			errc := make(chan error, 1)
-			go func() {
-				_, err := c.Main().Call(context.Background(), "hang")
-				errc <- err
-			}()
-			sctx := <-served
-			if closer == "client" {
-				c.Close()
-			} else {
-				srv.Close()
-			}
-			err := <-errc
-			var be *BrokenError
-			if !errors.As(err, &be) || protocol.CodeOf(err) != protocol.CodeConnectionBroken {
-				t.Fatalf("err = %#v", err)
-			}
-			if closer == "server" && (be.CloseCode != 1000 || be.Reason != "RPC session was closed") {
-				t.Fatalf("close code/reason = %d %q", be.CloseCode, be.Reason)
-			}
-			select {
-			case <-sctx.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("served call's context was not cancelled")
-			}
-			<-srv.Done()
-			<-c.Done()
-			if _, err := c.Main().Call(context.Background(), "hang"); protocol.CodeOf(err) != protocol.CodeConnectionBroken {
-				t.Fatalf("call after close: %v", err)
-			}
-			c.Close()
-			srv.Close()
-			settleGoroutines(t, base)
-		})
-	}
-}
-
-// A received abort ends the session with its reason.
-func TestReceivedAbort(t *testing.T) {
-	r := newRaw(t, nil)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := r.sess.Main().Call(context.Background(), "x")
-		errc <- err
-	}()
-	r.expect(`["push",["pipeline",0,["x"],[]]]`)
-	r.expect(`["pull",1]`)
-	r.send(`["abort",["error","Error","client giving up"]]`)
-	err := <-errc
-	var be *BrokenError
-	if !errors.As(err, &be) || be.CloseCode != 3000 || be.Reason != "client giving up" {
-		t.Fatalf("err = %#v", err)
-	}
-	var je *Error
-	if !errors.As(err, &je) || je.Message != "client giving up" {
-		t.Fatalf("cause = %#v", err)
-	}
-}
-
-// Malformed input aborts the session with a readable reason and close
-// 3000, and never panics.
-func TestMalformedInputAborts(t *testing.T) {
-	deep := ""
-	for i := 0; i < 300; i++ {
-		deep += "[["
-	}
-	deep += "1"
-	for i := 0; i < 300; i++ {
-		deep += "]]"
-	}
-	bigDigits := make([]byte, 20000)
-	for i := range bigDigits {
-		bigDigits[i] = '7'
-	}
-	cases := map[string]struct{ frame, reason string }{
-		"not json":        {`{nope`, "malformed JSON"},
-		"unknown message": {`["bogus",1]`, `bad RPC message: [\"bogus\",1]`},
-		"bad pull":        {`["pull",42]`, "no such export ID: 42"},
-		"bad release":     {`["release",42,1]`, "no such export ID: 42"},
-		"over-release":    {`["release",0,2]`, "refcount would go negative"},
-		"unknown target":  {`["push",["pipeline",9,["x"],[]]]`, "no such entry on exports table: 9"},
-		"unknown special": {`["push",["pipeline",0,["x"],[[1,2]]]]`, "unknown special value"},
-		"bare array":      {`["push",["pipeline",0,["x"],[[]]]]`, "unknown special value"},
-		"too deep":        {`["push",["pipeline",0,["x"],[` + deep + `]]]`, "nested deeper than 256"},
-		"huge bigint":     {`["push",["pipeline",0,["x"],[["bigint","` + string(bigDigits) + `"]]]]`, "bigint longer than 16384"},
-		"bad bytes type":  {`["push",["pipeline",0,["x"],[["bytes","AQ","Uint16Array"]]]]`, "not a multiple"},
-		"positive export": {`["push",["pipeline",0,["x"],[["export",3]]]]`, "must be negative"},
-		"not an array":    {`{"a":1}`, "bad RPC message"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			r := newRaw(t, Methods{"x": func(ctx context.Context, args []any) (any, error) { return nil, nil }})
-			r.send(tc.frame)
-			abort := r.next()
-			if !contains(abort, `["abort",["error","Error",`) || !contains(abort, tc.reason) {
-				t.Fatalf("abort = %s, want reason containing %q", abort, tc.reason)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_, err := r.end.ReadMessage(ctx)
-			var ce *CloseError
-			if !errors.As(err, &ce) || ce.Code != 3000 {
-				t.Fatalf("after abort: %v", err)
-			}
-			<-r.sess.Done()
-			if protocol.CodeOf(r.sess.Err()) != protocol.CodeConnectionBroken {
-				t.Fatalf("Err = %v", r.sess.Err())
-			}
-		})
-	}
-}
-
 // Streams are refused without ending the session.
 func TestStreamsRefused(t *testing.T) {
 	r := newRaw(t, Methods{"collect": func(ctx context.Context, args []any) (any, error) { return "no", nil }})
@@ -648,52 +520,6 @@ func TestDetachLetsNextCallStart(t *testing.T) {
 	}
 }
 
-// Abort sends the reason to the peer, whose pending calls fail with it,
-// and closes with 3000.
-func TestAbortFromGo(t *testing.T) {
-	srv, c := pair(t, Methods{
-		"hang": func(ctx context.Context, args []any) (any, error) {
-			if CallSession(ctx) == nil {
-				return nil, errors.New("no session in ctx")
-			}
-			Detach(ctx)
-			<-ctx.Done()
-			return nil, ctx.Err()
-		},
-	}, nil)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := c.Main().Call(context.Background(), "hang")
-		errc <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	srv.Abort(NewError("Error", "server giving up", Field{Key: "code", Value: "BYE"}))
-	err := <-errc
-	var be *BrokenError
-	var je *Error
-	if !errors.As(err, &be) || be.CloseCode != 3000 || be.Reason != "server giving up" || !errors.As(err, &je) || je.Code() != "BYE" {
-		t.Fatalf("err = %#v", err)
-	}
-	if protocol.CodeOf(srv.Err()) != protocol.CodeConnectionBroken {
-		t.Fatalf("server Err = %v", srv.Err())
-	}
-}
-
-// A message above Options.MaxMessageSize aborts the session.
-func TestMessageSizeLimit(t *testing.T) {
-	a, b := Pipe()
-	s := NewSession(a, echoMain(), Options{MaxMessageSize: 100})
-	defer s.Close()
-	big := `["push",["pipeline",0,["echo"],["` + strings.Repeat("x", 200) + `"]]]`
-	if err := b.WriteMessage(context.Background(), []byte(big)); err != nil {
-		t.Fatal(err)
-	}
-	m, err := b.ReadMessage(context.Background())
-	if err != nil || !contains(string(m), "exceeds the limit of 100") {
-		t.Fatalf("got %s %v", m, err)
-	}
-}
-
 // Pull sends the pull at once, so results travel before Await.
 func TestPullBeforeAwait(t *testing.T) {
 	r := newRaw(t, nil)
@@ -712,32 +538,6 @@ func TestPullBeforeAwait(t *testing.T) {
 	r.expect(`["push",["pipeline",0,["b"],[]]]`)
 }
 
-// A peer that keeps pushing without releasing is aborted at MaxExports.
-func TestMaxExports(t *testing.T) {
-	a, b := Pipe()
-	s := NewSession(a, echoMain(), Options{MaxExports: 10})
-	defer s.Close()
-	ctx := ctx10(t)
-	var last string
-	go func() {
-		for i := 0; i < 20; i++ {
-			if b.WriteMessage(ctx, []byte(`["push",["pipeline",0,["echo"],[1]]]`)) != nil {
-				return
-			}
-		}
-	}()
-	for {
-		m, err := b.ReadMessage(ctx)
-		if err != nil {
-			break
-		}
-		last = string(m)
-	}
-	if want := `["abort",["error","Error","` + OutstandingCallsText(10) + `"]]`; last != want {
-		t.Fatalf("last frame = %s", last)
-	}
-}
-
 // The other direction: the server hands the client a function, which the
 // client calls many times, concurrently, then releases.
 func TestCallbackFromServerToClient(t *testing.T) {
@@ -748,7 +548,7 @@ func TestCallbackFromServerToClient(t *testing.T) {
 			return Func(func(ctx context.Context, args []any) (any, error) {
 				calls.Add(1)
 				if len(args) == 0 {
-					return nil, NewError("RangeError", "need an argument", Field{Key: "code", Value: "E_ARG"})
+					return nil, NewError("RangeError", "need an argument", jsvalue.Member{Key: "code", Value: "E_ARG"})
 				}
 				return base + args[0].(float64), nil
 			}), nil

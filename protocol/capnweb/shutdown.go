@@ -11,6 +11,9 @@ import (
 // How a session ends: the shutdown every path takes, and the protocol
 // errors that lead to it.
 
+// closeTimeout bounds flushing the last messages when a session ends.
+const closeTimeout = 5 * time.Second
+
 func (s *Session) shutdown(cause error, abortMsg []byte, code int, reason string) {
 	s.mu.Lock()
 	if s.ended {
@@ -66,7 +69,7 @@ func (s *Session) shutdown(cause error, abortMsg []byte, code int, reason string
 	}
 	s.closing = true
 	s.closeCode, s.closeReason = code, truncateReason(reason)
-	s.closeTimer = time.AfterFunc(s.opts.CloseTimeout, s.writeCancel)
+	s.closeTimer = time.AfterFunc(closeTimeout, s.writeCancel)
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -117,7 +120,7 @@ func truncateReason(r string) string {
 // the abort never echoes what the peer should not have sent.
 func (s *Session) protocolError(pe *ProtocolError) {
 	reason := strings.ToValidUTF8(pe.Reason, "\uFFFD")
-	e := &encoder{maxDepth: s.opts.MaxDepth}
+	e := &encoder{maxDepth: MaxDepth}
 	e.buf = append(e.buf, `["abort",`...)
 	_ = e.errorValue(&Error{Name: "Error", Message: reason}, 0)
 	e.buf = append(e.buf, ']')

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // Transport carries whole messages, each one JSON text. ReadMessage blocks
@@ -57,7 +55,7 @@ func protoErrorf(format string, args ...any) *ProtocolError {
 }
 
 // BrokenError is how every pending call fails once its session has ended.
-// It carries protocol.CodeConnectionBroken. CloseCode and Reason are the
+// CloseCode and Reason are the
 // transport's close code and reason when known (0 and "" otherwise); Cause
 // is the error that ended the session: a *CloseError, the decoded reason
 // of an abort the peer sent, a *ProtocolError, or a transport error.
@@ -72,9 +70,6 @@ func (e *BrokenError) Error() string { return e.text }
 
 // Unwrap returns the cause.
 func (e *BrokenError) Unwrap() error { return e.Cause }
-
-// FaultCode is protocol.CodeConnectionBroken.
-func (e *BrokenError) FaultCode() protocol.Code { return protocol.CodeConnectionBroken }
 
 // ErrSessionClosed is the cause of a BrokenError for a session closed by
 // its own side with Session.Close.

@@ -3,14 +3,9 @@ package capnweb
 import (
 	"context"
 	"fmt"
-	"sort"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
-
-// UndefinedValue is the type of Undefined.
-type UndefinedValue struct{}
-
-// Undefined is JavaScript's undefined, distinct from nil (null).
-var Undefined = UndefinedValue{}
 
 // Byte-array type markers of ["bytes", b64, marker]. An empty Bytes.Type
 // sends no marker, which a JavaScript receiver reads as a Uint8Array (a
@@ -64,35 +59,6 @@ func AsBytes(v any) ([]byte, bool) {
 	return nil, false
 }
 
-// Field is one key and value of an Object.
-type Field struct {
-	Key   string
-	Value any
-}
-
-// Object is a plain object whose keys are sent in the order given, for
-// when key order matters (JavaScript keeps insertion order).
-type Object []Field
-
-// Get returns the value of the first field named key.
-func (o Object) Get(key string) (any, bool) {
-	for _, f := range o {
-		if f.Key == key {
-			return f.Value, true
-		}
-	}
-	return nil, false
-}
-
-// Map returns the fields as a map; a later duplicate key wins.
-func (o Object) Map() map[string]any {
-	m := make(map[string]any, len(o))
-	for _, f := range o {
-		m[f.Key] = f.Value
-	}
-	return m
-}
-
 // Headers is a list of HTTP header name and value pairs, the form of a
 // JavaScript Headers object on the wire (["headers", [[name, value]…]]).
 type Headers [][2]string
@@ -106,16 +72,16 @@ type Error struct {
 	Name    string
 	Message string
 	Stack   string
-	Props   Object
+	Props   jsvalue.Object
 }
 
 // NewError returns an Error with the given name ("Error" when empty),
 // message and own properties.
-func NewError(name, message string, props ...Field) *Error {
+func NewError(name, message string, props ...jsvalue.Member) *Error {
 	if name == "" {
 		name = "Error"
 	}
-	return &Error{Name: name, Message: message, Props: Object(props)}
+	return &Error{Name: name, Message: message, Props: jsvalue.Object(props)}
 }
 
 // Error formats the error as JavaScript's String(err) does.
@@ -129,14 +95,20 @@ func (e *Error) Error() string {
 	return e.Name + ": " + e.Message
 }
 
-// Prop returns the own property named key.
-func (e *Error) Prop(key string) (any, bool) { return e.Props.Get(key) }
-
 // Code returns the "code" property when it is a string, else "".
 func (e *Error) Code() string {
 	v, _ := e.Props.Get("code")
 	s, _ := v.(string)
 	return s
+}
+
+// ErrorProps is how the application protocol tells a session what its Go
+// errors carry to the peer beside their message, a fault code above all:
+// capnweb knows no codes of its own.
+type ErrorProps interface {
+	// ErrorProps returns the own properties err is sent with, or nil for
+	// none.
+	ErrorProps(err error) jsvalue.Object
 }
 
 // Thrown is a rejection whose value is not an error, as JavaScript's
@@ -209,7 +181,7 @@ func (m Methods) CallMethod(ctx context.Context, name string, args []any) (any, 
 func (m Methods) GetProperty(ctx context.Context, name string) (any, error) {
 	h, ok := m[name]
 	if !ok || h == nil || isPrototypeKey(name) {
-		return Undefined, nil
+		return jsvalue.Undefined, nil
 	}
 	return Func(h), nil
 }
@@ -233,42 +205,3 @@ var prototypeKeys = map[string]bool{
 }
 
 func isPrototypeKey(k string) bool { return prototypeKeys[k] }
-
-// sortedKeys returns m's keys ordered as a JavaScript object built from
-// them would enumerate: integer-like keys ascending first, then the rest
-// (sorted, since a Go map has no insertion order).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		ai, aok := arrayIndex(keys[i])
-		bi, bok := arrayIndex(keys[j])
-		switch {
-		case aok && bok:
-			return ai < bi
-		case aok != bok:
-			return aok
-		}
-		return keys[i] < keys[j]
-	})
-	return keys
-}
-
-// arrayIndex reports whether k is a canonical array index ("0", "17", not
-// "01"), the keys JavaScript enumerates first.
-func arrayIndex(k string) (uint64, bool) {
-	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, n < 1<<32-1
-}

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/supolka/codemode-gateway/jsvalue"
 )
 
 func echoMain() Methods {
@@ -38,7 +40,7 @@ func TestValuesRoundTrip(t *testing.T) {
 		{"int", 42, 42.0},
 		{"float", 1.5e-7, 1.5e-7},
 		{"big float", 1e21, 1e21},
-		{"undefined", Undefined, Undefined},
+		{"undefined", jsvalue.Undefined, jsvalue.Undefined},
 		{"bigint", huge, huge},
 		{"date", when, when},
 		{"bytes", []byte{1, 2, 3, 250}, []byte{1, 2, 3, 250}},
@@ -51,11 +53,11 @@ func TestValuesRoundTrip(t *testing.T) {
 		{"nested empty", []any{[]any{}}, []any{[]any{}}},
 		{"typed slice", []string{"a", "b"}, []any{"a", "b"}},
 		{"object", map[string]any{"a": 1, "b": []any{true}}, map[string]any{"a": 1.0, "b": []any{true}}},
-		{"ordered", Object{{Key: "z", Value: 1}, {Key: "a", Value: 2}}, map[string]any{"z": 1.0, "a": 2.0}},
+		{"ordered", jsvalue.Object{{Key: "z", Value: 1}, {Key: "a", Value: 2}}, map[string]any{"z": 1.0, "a": 2.0}},
 		{"struct", inner{A: 3, Skip: 9}, map[string]any{"a": 3.0}},
 		{"prototype keys dropped", map[string]any{"constructor": 1, "toString": 2, "toJSON": 3, "__proto__": 4, "ok": 5}, map[string]any{"ok": 5.0}},
-		{"error", NewError("RangeError", "as value", Field{Key: "code", Value: "E1"}), NewError("RangeError", "as value", Field{Key: "code", Value: "E1"})},
-		{"undefined in object", map[string]any{"u": Undefined}, map[string]any{"u": Undefined}},
+		{"error", NewError("RangeError", "as value", jsvalue.Member{Key: "code", Value: "E1"}), NewError("RangeError", "as value", jsvalue.Member{Key: "code", Value: "E1"})},
+		{"undefined in object", map[string]any{"u": jsvalue.Undefined}, map[string]any{"u": jsvalue.Undefined}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +121,7 @@ func TestEncodeVectors(t *testing.T) {
 		want string
 	}{
 		{nil, `null`},
-		{Undefined, `["undefined"]`},
+		{jsvalue.Undefined, `["undefined"]`},
 		{math.NaN(), `["nan"]`},
 		{math.Inf(1), `["inf"]`},
 		{math.Inf(-1), `["-inf"]`},
@@ -144,11 +146,11 @@ func TestEncodeVectors(t *testing.T) {
 		{map[string]any{"b": 1, "a": 2, "10": 3, "2": 4}, `{"2":4,"10":3,"a":2,"b":1}`},
 		{&Error{Name: "Error", Message: "boom"}, `["error","Error","boom"]`},
 		{&Error{Name: "Error", Message: "x", Stack: "at y"}, `["error","Error","x","at y"]`},
-		{&Error{Message: "x", Props: Object{{Key: "code", Value: "HANDLES_CLOSED"}}}, `["error","Error","x",null,{"code":"HANDLES_CLOSED"}]`},
+		{&Error{Message: "x", Props: jsvalue.Object{{Key: "code", Value: "HANDLES_CLOSED"}}}, `["error","Error","x",null,{"code":"HANDLES_CLOSED"}]`},
 		{Headers{{"accept", "*/*"}}, `["headers",[["accept","*/*"]]]`},
 	}
 	for _, tc := range cases {
-		e := &encoder{maxDepth: DefaultMaxDepth}
+		e := &encoder{maxDepth: MaxDepth}
 		if err := e.value(tc.in, 0); err != nil {
 			t.Fatalf("%#v: %v", tc.in, err)
 		}
@@ -188,12 +190,12 @@ func TestKeepObjectOrder(t *testing.T) {
 	c := NewSession(b, nil, Options{})
 	defer srv.Close()
 	defer c.Close()
-	in := Object{{Key: "z", Value: 1}, {Key: "toString", Value: 2}, {Key: "a", Value: []any{Object{{Key: "y", Value: true}, {Key: "b", Value: nil}}}}}
+	in := jsvalue.Object{{Key: "z", Value: 1}, {Key: "toString", Value: 2}, {Key: "a", Value: []any{jsvalue.Object{{Key: "y", Value: true}, {Key: "b", Value: nil}}}}}
 	back, err := c.Main().Call(ctx10(t), "take", in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Object{{Key: "z", Value: 1.0}, {Key: "a", Value: []any{Object{{Key: "y", Value: true}, {Key: "b", Value: nil}}}}}
+	want := jsvalue.Object{{Key: "z", Value: 1.0}, {Key: "a", Value: []any{jsvalue.Object{{Key: "y", Value: true}, {Key: "b", Value: nil}}}}}
 	if v := <-got; !reflect.DeepEqual(v, want) {
 		t.Fatalf("server got %#v", v)
 	}

@@ -130,7 +130,7 @@ func Dial(ctx context.Context, url string, main Target, opts Options) (*Session,
 // handler may return at once or wait on the session's Done.
 func Accept(w http.ResponseWriter, r *http.Request, main Target, opts Options) (*Session, error) {
 	opts = opts.withDefaults()
-	cw := &corkingWriter{ResponseWriter: w, readSpin: opts.ReadSpin}
+	cw := &corkingWriter{ResponseWriter: w}
 	conn, err := websocket.Accept(cw, r, opts.Accept)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // wsServer serves main over loopback WebSocket and returns its ws:// URL
@@ -90,7 +89,7 @@ func TestWebSocketGoToGo(t *testing.T) {
 	srv.Close()
 	err = <-errc
 	var be *BrokenError
-	if !errors.As(err, &be) || protocol.CodeOf(err) != protocol.CodeConnectionBroken || be.CloseCode != 1000 || be.Reason != "RPC session was closed" {
+	if !errors.As(err, &be) || be.CloseCode != 1000 || be.Reason != "RPC session was closed" {
 		t.Fatalf("err = %#v", err)
 	}
 }
@@ -129,7 +128,7 @@ func TestWebSocketReadLimit(t *testing.T) {
 		t.Fatalf("small = %v %v", v, err)
 	}
 	_, err := c.Main().Call(ctx, "echo", strings.Repeat("x", 4096))
-	if protocol.CodeOf(err) != protocol.CodeConnectionBroken {
+	if !isBroken(err) {
 		t.Fatalf("oversized call: %v", err)
 	}
 	srv := <-sessions

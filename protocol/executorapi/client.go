@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
@@ -79,7 +80,7 @@ func (c *Client) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 	if req.RetainHandles && p.HandlesClosed != nil {
 		watch = newHandlesWatch(p.HandlesClosed)
 		if req.Outbound.Func() == nil && c.lendsLifetime {
-			opts = append(opts, capnweb.Field{Key: extensionHandlesLifetime, Value: &handlesLifetime{watch: watch}})
+			opts = append(opts, jsvalue.Member{Key: extensionHandlesLifetime, Value: &handlesLifetime{watch: watch}})
 		}
 	}
 	args := []any{req.Code, providersToWire(req.Providers), opts, dispatch, string(req.Outbound.Mode())}
@@ -146,17 +147,17 @@ func (c *Client) CloseHandles(ctx context.Context, executionID string) error {
 
 // Rehydrate turns an error that crossed the wire back into a typed error:
 // one with a code from the taxonomy becomes the protocol package's fault
-// (protocol.Rehydrate); a broken session stays the CONNECTION_BROKEN error
-// it is; anything else (a user error, a provider rejection) passes through
-// untouched.
+// (protocol.Rehydrate); otherwise a broken session becomes the
+// CONNECTION_BROKEN fault around its *capnweb.BrokenError, and anything else
+// (a user error, a provider rejection) passes through untouched.
 func Rehydrate(err error) error {
 	var e *capnweb.Error
 	if err == nil || !errors.As(err, &e) {
-		return err
+		return brokenFault(err)
 	}
 	code := e.Code()
 	if !protocol.Code(code).Known() {
-		return err
+		return brokenFault(err)
 	}
 	var props map[string]any
 	for _, f := range e.Props {

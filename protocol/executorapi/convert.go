@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"time"
 
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
@@ -35,15 +36,15 @@ func providersToWire(ps []protocol.ProviderDescriptor) []any {
 		for j, t := range p.Tools {
 			tools[j] = t
 		}
-		o := capnweb.Object{{Key: "name", Value: p.Name}, {Key: "tools", Value: tools}}
+		o := jsvalue.Object{{Key: "name", Value: p.Name}, {Key: "tools", Value: tools}}
 		if p.PositionalArgs {
-			o = append(o, capnweb.Field{Key: "positionalArgs", Value: true})
+			o = append(o, jsvalue.Member{Key: "positionalArgs", Value: true})
 		}
 		if p.Prelude != "" {
-			o = append(o, capnweb.Field{Key: "prelude", Value: p.Prelude})
+			o = append(o, jsvalue.Member{Key: "prelude", Value: p.Prelude})
 		}
 		if p.ProxySource != "" {
-			o = append(o, capnweb.Field{Key: "proxySource", Value: p.ProxySource})
+			o = append(o, jsvalue.Member{Key: "proxySource", Value: p.ProxySource})
 		}
 		out[i] = o
 	}
@@ -105,12 +106,12 @@ func providersFromWire(v any) ([]protocol.ProviderDescriptor, error) {
 }
 
 // asMap reads a received plain object, whether the session decoded it to
-// a map or to an ordered capnweb.Object.
+// a map or to an ordered jsvalue.Object.
 func asMap(v any) (map[string]any, bool) {
 	switch o := v.(type) {
 	case map[string]any:
 		return o, true
-	case capnweb.Object:
+	case jsvalue.Object:
 		return o.Map(), true
 	}
 	return nil, false
@@ -120,7 +121,7 @@ func isAbsent(v any) bool {
 	if v == nil {
 		return true
 	}
-	_, undef := v.(capnweb.UndefinedValue)
+	_, undef := v.(jsvalue.UndefinedValue)
 	return undef
 }
 
@@ -150,21 +151,21 @@ func optionalString(m map[string]any, key string) (string, error) {
 
 // ---- call options ----------------------------------------------------------
 
-func optionsToWire(req *protocol.ExecuteRequest) (capnweb.Object, error) {
-	var o capnweb.Object
+func optionsToWire(req *protocol.ExecuteRequest) (jsvalue.Object, error) {
+	var o jsvalue.Object
 	if !req.Timeout.IsZero() {
 		if req.Timeout.IsLifted() {
-			o = append(o, capnweb.Field{Key: "timeout", Value: nil})
+			o = append(o, jsvalue.Member{Key: "timeout", Value: nil})
 		} else {
 			ms, _ := req.Timeout.Millis()
-			o = append(o, capnweb.Field{Key: "timeout", Value: ms})
+			o = append(o, jsvalue.Member{Key: "timeout", Value: ms})
 		}
 	}
 	if req.CountHostWaits != nil {
-		o = append(o, capnweb.Field{Key: "countHostWaits", Value: *req.CountHostWaits})
+		o = append(o, jsvalue.Member{Key: "countHostWaits", Value: *req.CountHostWaits})
 	}
 	if req.RetainHandles {
-		o = append(o, capnweb.Field{Key: "retainHandles", Value: true})
+		o = append(o, jsvalue.Member{Key: "retainHandles", Value: true})
 	}
 	if req.Modules != nil {
 		pairs := protocol.ModulePairsOf(req.Modules)
@@ -180,10 +181,10 @@ func optionsToWire(req *protocol.ExecuteRequest) (capnweb.Object, error) {
 			}
 			mods[i] = []any{p.Name, src}
 		}
-		o = append(o, capnweb.Field{Key: "modules", Value: mods})
+		o = append(o, jsvalue.Member{Key: "modules", Value: mods})
 	}
 	if o == nil {
-		o = capnweb.Object{}
+		o = jsvalue.Object{}
 	}
 	return o, nil
 }
@@ -199,7 +200,7 @@ func applyOptions(req *protocol.ExecuteRequest, v any) error {
 		return shapeError("execute: options must be an object")
 	}
 	if t, present := m["timeout"]; present {
-		if _, undef := t.(capnweb.UndefinedValue); !undef {
+		if _, undef := t.(jsvalue.UndefinedValue); !undef {
 			switch t := t.(type) {
 			case nil:
 				req.Timeout = protocol.TimeoutLifted()
@@ -257,15 +258,15 @@ func moduleToWire(m protocol.Module) (any, error) {
 	case "", protocol.KindJS:
 		return m.Source, nil
 	case protocol.KindCJS, protocol.KindText:
-		return capnweb.Object{{Key: string(m.Kind), Value: m.Source}}, nil
+		return jsvalue.Object{{Key: string(m.Kind), Value: m.Source}}, nil
 	case protocol.KindJSON:
 		v, err := protocol.ParseForDispatchOrdered(m.Source)
 		if err != nil {
 			return nil, fmt.Errorf("its json source is not JSON: %w", err)
 		}
-		return capnweb.Object{{Key: "json", Value: fromCodecValue(v)}}, nil
+		return jsvalue.Object{{Key: "json", Value: v}}, nil
 	case protocol.KindData:
-		return capnweb.Object{{Key: "data", Value: capnweb.Bytes{Type: capnweb.TypeArrayBuffer, Data: m.Data}}}, nil
+		return jsvalue.Object{{Key: "data", Value: capnweb.Bytes{Type: capnweb.TypeArrayBuffer, Data: m.Data}}}, nil
 	default:
 		return nil, protocol.NewUnsupportedModuleKindError("", string(m.Kind))
 	}
@@ -291,7 +292,7 @@ func moduleFromWire(name string, v any) (protocol.Module, error) {
 			}
 			return protocol.Module{Kind: kind, Source: s}, nil
 		case protocol.KindJSON:
-			text, err := protocol.StringifyForDispatch(toCodecValue(val))
+			text, err := protocol.StringifyForDispatch(jsonValue(val))
 			if err != nil {
 				return protocol.Module{}, shapeError("execute: module %q: its json value cannot be JSON: %v", name, err)
 			}
@@ -323,90 +324,63 @@ func describeKind(v any) string {
 	}
 }
 
-// toCodecValue maps a decoded capnweb value onto what the dispatch codec
-// stringifies, the way JSON.stringify would see it.
-func toCodecValue(v any) any {
+// jsonValue maps the values a capnweb session decodes that JSON.stringify
+// writes in a form of their own onto what the dispatch codec writes for
+// them: a Date as its ISO text, a bigint as its digits, a typed array as its
+// bytes. Everything else is already a JSON value. The decoded value is the
+// server's own, so it is changed in place.
+func jsonValue(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
-		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[k] = toCodecValue(e)
+			v[k] = jsonValue(e)
 		}
-		return out
-	case capnweb.Object:
-		out := make(protocol.Object, len(v))
-		for i, f := range v {
-			out[i] = protocol.Member{Key: f.Key, Value: toCodecValue(f.Value)}
+	case jsvalue.Object:
+		for i := range v {
+			v[i].Value = jsonValue(v[i].Value)
 		}
-		return out
 	case []any:
-		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = toCodecValue(e)
+			v[i] = jsonValue(e)
 		}
-		return out
-	case capnweb.UndefinedValue:
-		return protocol.Undefined
 	case time.Time:
 		return v.UTC().Format("2006-01-02T15:04:05.000Z")
 	case *big.Int:
 		return v.String()
 	case capnweb.Bytes:
 		return v.Data
-	default:
-		return v
 	}
-}
-
-// fromCodecValue maps a value ParseForDispatchOrdered produced onto a
-// capnweb value that keeps member order.
-func fromCodecValue(v any) any {
-	switch v := v.(type) {
-	case protocol.Object:
-		o := make(capnweb.Object, len(v))
-		for i, m := range v {
-			o[i] = capnweb.Field{Key: m.Key, Value: fromCodecValue(m.Value)}
-		}
-		return o
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = fromCodecValue(e)
-		}
-		return out
-	default:
-		return v
-	}
+	return v
 }
 
 // ---- results ---------------------------------------------------------------
 
-func resultToWire(m protocol.ExecuteResultMessage) capnweb.Object {
-	o := capnweb.Object{}
+func resultToWire(m protocol.ExecuteResultMessage) jsvalue.Object {
+	o := jsvalue.Object{}
 	if m.ResultJSON != "" {
-		o = append(o, capnweb.Field{Key: "resultJson", Value: m.ResultJSON})
+		o = append(o, jsvalue.Member{Key: "resultJson", Value: m.ResultJSON})
 	}
 	if m.Error != nil {
-		o = append(o, capnweb.Field{Key: "error", Value: *m.Error})
+		o = append(o, jsvalue.Member{Key: "error", Value: *m.Error})
 	}
 	logs := make([]any, len(m.Logs))
 	for i, l := range m.Logs {
-		logs[i] = capnweb.Object{{Key: "level", Value: string(l.Level)}, {Key: "text", Value: l.Text}}
+		logs[i] = jsvalue.Object{{Key: "level", Value: string(l.Level)}, {Key: "text", Value: l.Text}}
 	}
-	o = append(o, capnweb.Field{Key: "logs", Value: logs})
+	o = append(o, jsvalue.Member{Key: "logs", Value: logs})
 	if m.ExecutionID != "" {
-		o = append(o, capnweb.Field{Key: "executionId", Value: m.ExecutionID})
+		o = append(o, jsvalue.Member{Key: "executionId", Value: m.ExecutionID})
 		handles := make([]any, len(m.Handles))
 		for i, h := range m.Handles {
 			handles[i] = h
 		}
-		o = append(o, capnweb.Field{Key: "handles", Value: handles})
+		o = append(o, jsvalue.Member{Key: "handles", Value: handles})
 	}
 	if u := m.Usage; u != nil {
-		o = append(o, capnweb.Field{Key: "usage", Value: usageToWire(u)})
+		o = append(o, jsvalue.Member{Key: "usage", Value: usageToWire(u)})
 	}
 	if m.Failure != protocol.FailureNone {
-		o = append(o, capnweb.Field{Key: "failure", Value: string(m.Failure)})
+		o = append(o, jsvalue.Member{Key: "failure", Value: string(m.Failure)})
 	}
 	return o
 }
@@ -508,12 +482,12 @@ func headersFromWire(where string, v any) ([]protocol.Header, error) {
 	return out, nil
 }
 
-func requestToWire(r protocol.OutboundRequest) capnweb.Object {
+func requestToWire(r protocol.OutboundRequest) jsvalue.Object {
 	var body any
 	if r.Body != nil {
 		body = capnweb.Bytes{Type: capnweb.TypeArrayBuffer, Data: r.Body}
 	}
-	return capnweb.Object{
+	return jsvalue.Object{
 		{Key: "method", Value: r.Method},
 		{Key: "url", Value: r.URL},
 		{Key: "headers", Value: headersToWire(r.Headers)},
@@ -551,12 +525,12 @@ func requestFromWire(v any) (protocol.OutboundRequest, error) {
 	return r, nil
 }
 
-func responseToWire(r protocol.OutboundResponse) capnweb.Object {
+func responseToWire(r protocol.OutboundResponse) jsvalue.Object {
 	body := r.Body
 	if body == nil {
 		body = []byte{}
 	}
-	return capnweb.Object{
+	return jsvalue.Object{
 		{Key: "status", Value: r.Status},
 		{Key: "statusText", Value: r.StatusText},
 		{Key: "headers", Value: headersToWire(r.Headers)},

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
@@ -66,7 +67,7 @@ func TestRequestAndResponseRoundTrip(t *testing.T) {
 }
 
 // objectToMap mimics what the receiving session decodes an Object into.
-func objectToMap(o capnweb.Object) map[string]any {
+func objectToMap(o jsvalue.Object) map[string]any {
 	m := map[string]any{}
 	for _, f := range o {
 		switch v := f.Value.(type) {

@@ -62,3 +62,11 @@ func TestKeptStubGoesWhenTheExecutorClosesTheHandles(t *testing.T) {
 		t.Fatalf("kept %d stubs after the handles closed, want 0", n)
 	}
 }
+
+// Kept is how many retained executions hold stubs of their caller; the
+// tests read it.
+func (s *Server) Kept() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.kept)
+}

@@ -3,6 +3,7 @@ package executorapi
 import (
 	"context"
 
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
@@ -56,7 +57,7 @@ func (*handlesLifetime) CallMethod(_ context.Context, name string, _ []any) (any
 	if name != "" {
 		return nil, capnweb.NotAFunction(name)
 	}
-	return capnweb.Undefined, nil
+	return jsvalue.Undefined, nil
 }
 
 // Dispose runs when the server released its last reference.

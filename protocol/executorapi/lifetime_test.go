@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executortest"
@@ -32,7 +33,7 @@ func (s *optionsSpy) CallMethod(ctx context.Context, name string, args []any) (a
 	}
 	if name == "execute" {
 		var keys []string
-		if o, ok := arg(args, 2).(capnweb.Object); ok {
+		if o, ok := arg(args, 2).(jsvalue.Object); ok {
 			for _, f := range o {
 				keys = append(keys, f.Key)
 			}
@@ -197,7 +198,7 @@ func TestHandlesLifetimeOnCloseAndItsShape(t *testing.T) {
 	}
 
 	_, err := e.client.main.Call(ctx, "execute", "retain", []any{},
-		capnweb.Object{{Key: "retainHandles", Value: true}, {Key: "handlesLifetime", Value: "soon"}}, nil, "native")
+		jsvalue.Object{{Key: "retainHandles", Value: true}, {Key: "handlesLifetime", Value: "soon"}}, nil, "native")
 	var ce *capnweb.Error
 	if !errors.As(err, &ce) || ce.Name != "TypeError" || ce.Message != "execute: options.handlesLifetime must be a function" {
 		t.Fatalf("a string handlesLifetime: %v", err)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/supolka/codemode-gateway/internal/telemetry"
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
@@ -92,17 +93,12 @@ const DefaultWireMemory = 512 << 20
 
 // SessionOptions are base with what a session serving Target needs: plain
 // objects decoded in the order the caller wrote them, so that a json
-// module's value keeps its key order.
+// module's value keeps its key order, and errors sent with their fault
+// codes (ErrorProps).
 func SessionOptions(base capnweb.Options) capnweb.Options {
 	base.KeepObjectOrder = true
+	base.ErrorProps = ErrorProps
 	return base
-}
-
-// Kept is how many retained executions hold stubs of their caller.
-func (s *Server) Kept() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.kept)
 }
 
 // Close releases every kept stub. It does not close the executor.
@@ -194,7 +190,7 @@ func arg(args []any, i int) any {
 	if i < len(args) {
 		return args[i]
 	}
-	return capnweb.Undefined
+	return jsvalue.Undefined
 }
 
 func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
@@ -380,7 +376,7 @@ func (s *Server) closeHandles(ctx context.Context, args []any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return capnweb.Undefined, nil
+	return jsvalue.Undefined, nil
 }
 
 // stubDispatch calls the caller's dispatch function over the wire.
@@ -388,7 +384,7 @@ func stubDispatch(st *capnweb.Stub) protocol.DispatchFunc {
 	return func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
 		v, err := st.Call(ctx, "", provider, tool, argsJSON)
 		if err != nil {
-			return "", err
+			return "", brokenFault(err)
 		}
 		s, ok := v.(string)
 		if !ok {
@@ -403,7 +399,7 @@ func stubOutbound(st *capnweb.Stub) protocol.OutboundFunc {
 	return func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 		v, err := st.Call(ctx, "", requestToWire(req))
 		if err != nil {
-			return protocol.OutboundResponse{}, err
+			return protocol.OutboundResponse{}, brokenFault(err)
 		}
 		return responseFromWire(v)
 	}

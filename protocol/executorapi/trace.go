@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/supolka/codemode-gateway/internal/telemetry"
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // This file carries the W3C trace context across execute's options and
@@ -63,7 +63,7 @@ func invokeOptionsOf(v any) (telemetry.TraceContext, error) {
 // that are not an object).
 func optionMember(v any, key string) (any, bool) {
 	switch o := v.(type) {
-	case capnweb.Object:
+	case jsvalue.Object:
 		for _, f := range o {
 			if f.Key == key {
 				return f.Value, true
@@ -77,14 +77,14 @@ func optionMember(v any, key string) (any, bool) {
 }
 
 // withTraceContext adds ctx's trace context to a call's options.
-func withTraceContext(ctx context.Context, o capnweb.Object) capnweb.Object {
+func withTraceContext(ctx context.Context, o jsvalue.Object) jsvalue.Object {
 	tc := telemetry.Outgoing(ctx)
 	if tc.Parent == "" {
 		return o
 	}
-	o = append(o, capnweb.Field{Key: optionTraceparent, Value: tc.Parent})
+	o = append(o, jsvalue.Member{Key: optionTraceparent, Value: tc.Parent})
 	if tc.State != "" {
-		o = append(o, capnweb.Field{Key: optionTracestate, Value: tc.State})
+		o = append(o, jsvalue.Member{Key: optionTracestate, Value: tc.State})
 	}
 	return o
 }
@@ -134,8 +134,8 @@ func (s *Server) connectionContext(base context.Context, r *http.Request) (conte
 }
 
 // usageToWire is the usage member of a result message.
-func usageToWire(u *protocol.UsageMessage) capnweb.Object {
-	return capnweb.Object{{Key: "runClockMs", Value: u.RunClockMs}, {Key: "cpuMs", Value: u.CPUMs},
+func usageToWire(u *protocol.UsageMessage) jsvalue.Object {
+	return jsvalue.Object{{Key: "runClockMs", Value: u.RunClockMs}, {Key: "cpuMs", Value: u.CPUMs},
 		{Key: "peakHeapBytes", Value: float64(u.PeakHeapBytes)}, {Key: "toolCalls", Value: float64(u.ToolCalls)},
 		{Key: "outboundRequests", Value: float64(u.OutboundRequests)}, {Key: "logBytes", Value: float64(u.LogBytes)}}
 }

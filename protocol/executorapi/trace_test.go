@@ -11,17 +11,17 @@ import (
 
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 func TestTraceContextOptions(t *testing.T) {
 	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	tc, err := traceContextOf("execute", capnweb.Object{{Key: "timeout", Value: 5.0}, {Key: "traceparent", Value: tp}, {Key: "tracestate", Value: "k=v"}})
+	tc, err := traceContextOf("execute", jsvalue.Object{{Key: "timeout", Value: 5.0}, {Key: "traceparent", Value: tp}, {Key: "tracestate", Value: "k=v"}})
 	if err != nil || tc != (telemetry.TraceContext{Parent: tp, State: "k=v"}) {
 		t.Fatalf("traceContextOf = %+v, %v", tc, err)
 	}
-	for _, opts := range []any{nil, capnweb.Undefined, "not an object", map[string]any{}} {
+	for _, opts := range []any{nil, jsvalue.Undefined, "not an object", map[string]any{}} {
 		if tc, err := traceContextOf("execute", opts); err != nil || tc != (telemetry.TraceContext{}) {
 			t.Errorf("traceContextOf(%#v) = %+v, %v; want nothing", opts, tc, err)
 		}
@@ -41,11 +41,11 @@ func TestTraceContextOptions(t *testing.T) {
 // anything but an object, or a member that is not a string, is a TypeError.
 func TestInvokeHandleOptions(t *testing.T) {
 	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	tc, err := invokeOptionsOf(capnweb.Object{{Key: "traceparent", Value: tp}, {Key: "tracestate", Value: "k=v"}, {Key: "other", Value: 1.0}})
+	tc, err := invokeOptionsOf(jsvalue.Object{{Key: "traceparent", Value: tp}, {Key: "tracestate", Value: "k=v"}, {Key: "other", Value: 1.0}})
 	if err != nil || tc != (telemetry.TraceContext{Parent: tp, State: "k=v"}) {
 		t.Fatalf("invokeOptionsOf = %+v, %v", tc, err)
 	}
-	for _, opts := range []any{nil, capnweb.Undefined, map[string]any{}} {
+	for _, opts := range []any{nil, jsvalue.Undefined, map[string]any{}} {
 		if tc, err := invokeOptionsOf(opts); err != nil || tc != (telemetry.TraceContext{}) {
 			t.Errorf("invokeOptionsOf(%#v) = %+v, %v; want nothing", opts, tc, err)
 		}
@@ -140,7 +140,7 @@ func TestInvokeHandleCarriesTheCallersContext(t *testing.T) {
 			t.Errorf("a fourth argument %#v: %v, want %q", opts, err, want)
 		}
 	}
-	if err := call(capnweb.Object{{Key: "traceparent", Value: 1.0}}); err == nil || err.Error() != "TypeError: invokeHandle: options.traceparent must be a string" {
+	if err := call(jsvalue.Object{{Key: "traceparent", Value: 1.0}}); err == nil || err.Error() != "TypeError: invokeHandle: options.traceparent must be a string" {
 		t.Errorf("a numeric traceparent: %v", err)
 	}
 	select {
@@ -151,14 +151,14 @@ func TestInvokeHandleCarriesTheCallersContext(t *testing.T) {
 }
 
 func TestClientSendsTheCallersContext(t *testing.T) {
-	if o := withTraceContext(context.Background(), capnweb.Object{}); len(o) != 0 {
+	if o := withTraceContext(context.Background(), jsvalue.Object{}); len(o) != 0 {
 		t.Fatalf("a context without a span added %v", o)
 	}
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
-	o := withTraceContext(ctx, capnweb.Object{{Key: "timeout", Value: 5.0}})
-	want := capnweb.Object{{Key: "timeout", Value: 5.0}, {Key: "traceparent", Value: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
+	o := withTraceContext(ctx, jsvalue.Object{{Key: "timeout", Value: 5.0}})
+	want := jsvalue.Object{{Key: "timeout", Value: 5.0}, {Key: "traceparent", Value: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
 	if len(o) != len(want) || o[0] != want[0] || o[1] != want[1] {
 		t.Fatalf("options %v, want %v", o, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -102,7 +103,7 @@ func (s *session) toJS(v any) goja.Value {
 			items[i] = s.toJS(x)
 		}
 		return s.vm.NewArray(items...)
-	case protocol.Object:
+	case jsvalue.Object:
 		o := s.vm.NewObject()
 		for _, m := range v {
 			_ = o.DefineDataProperty(m.Key, s.toJS(m.Value), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)

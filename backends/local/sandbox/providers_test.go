@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -363,7 +364,7 @@ func TestDispatchGrammarEnvelopes(t *testing.T) {
 		case "failing":
 			return nil, errors.New("No such customer.")
 		case "nothing":
-			return protocol.Undefined, nil
+			return jsvalue.Undefined, nil
 		case "bytes":
 			return []byte{1, 2, 3, 255}, nil
 		}

@@ -1,11 +1,11 @@
-package protocol
+package jsvalue
 
 import (
 	"math"
 	"strconv"
 )
 
-// AppendJSNumber appends f as JavaScript's Number.prototype.toString(10)
+// AppendNumber appends f as JavaScript's Number.prototype.toString(10)
 // writes it, which is also what JSON.stringify writes for a finite number.
 // NaN and the infinities have no JSON form; callers write null for them.
 //
@@ -15,7 +15,7 @@ import (
 // to exponential outside that range with an explicit sign ("1e+21",
 // "1e-7"), while Go's 'g' format switches at different points and pads the
 // exponent to two digits.
-func AppendJSNumber(dst []byte, f float64) []byte {
+func AppendNumber(dst []byte, f float64) []byte {
 	if f == 0 {
 		return append(dst, '0') // -0 included: JavaScript writes it as 0
 	}
@@ -75,11 +75,11 @@ func AppendJSNumber(dst []byte, f float64) []byte {
 	return dst
 }
 
-// FormatJSNumber formats f exactly as JavaScript's String(f) does: "0" for
+// FormatNumber formats f exactly as JavaScript's String(f) does: "0" for
 // -0, "NaN", "Infinity" and "-Infinity" for the non-finite values, plain
 // notation for exponents from -7 to 20 and exponential notation ("1e+21",
 // "1.5e-7") outside them.
-func FormatJSNumber(f float64) string {
+func FormatNumber(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"
@@ -88,5 +88,5 @@ func FormatJSNumber(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	return string(AppendJSNumber(nil, f))
+	return string(AppendNumber(nil, f))
 }

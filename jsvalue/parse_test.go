@@ -1,4 +1,4 @@
-package protocol
+package jsvalue
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 
 // Small integers come from shared boxes; every other number is read as
 // before, and the shared boxes never change what a document means.
-func TestParseJSONNumbersAroundTheSharedRange(t *testing.T) {
+func TestParseNumbersAroundTheSharedRange(t *testing.T) {
 	cases := []struct {
 		text string
 		want float64
@@ -20,28 +20,28 @@ func TestParseJSONNumbersAroundTheSharedRange(t *testing.T) {
 		{"-1", -1}, {"1.5", 1.5}, {"1e2", 100}, {"10.0", 10}, {"0.5", 0.5},
 	}
 	for _, c := range cases {
-		v, err := ParseJSON(c.text, JSONOptions{})
+		v, err := Parse(c.text, ParseOptions{})
 		if err != nil {
-			t.Fatalf("ParseJSON(%s): %v", c.text, err)
+			t.Fatalf("Parse(%s): %v", c.text, err)
 		}
 		if v != any(c.want) {
-			t.Errorf("ParseJSON(%s) = %#v, want %v", c.text, v, c.want)
+			t.Errorf("Parse(%s) = %#v, want %v", c.text, v, c.want)
 		}
-		raw, err := ParseJSON(c.text, JSONOptions{RawNumbers: true})
+		raw, err := Parse(c.text, ParseOptions{RawNumbers: true})
 		if err != nil {
-			t.Fatalf("ParseJSON(%s, raw): %v", c.text, err)
+			t.Fatalf("Parse(%s, raw): %v", c.text, err)
 		}
 		if raw != any(json.Number(c.text)) {
-			t.Errorf("ParseJSON(%s, raw) = %#v, want json.Number(%q)", c.text, raw, c.text)
+			t.Errorf("Parse(%s, raw) = %#v, want json.Number(%q)", c.text, raw, c.text)
 		}
 	}
-	v, err := ParseJSON("-0", JSONOptions{})
+	v, err := Parse("-0", ParseOptions{})
 	if f, ok := v.(float64); err != nil || !ok || f != 0 || !math.Signbit(f) {
-		t.Errorf("ParseJSON(-0) = %#v, %v; want negative zero", v, err)
+		t.Errorf("Parse(-0) = %#v, %v; want negative zero", v, err)
 	}
 	for _, bad := range []string{"01", "00", "1.", "-", "1e"} {
-		if _, err := ParseJSON(bad, JSONOptions{}); err == nil {
-			t.Errorf("ParseJSON(%s) accepted an invalid number", bad)
+		if _, err := Parse(bad, ParseOptions{}); err == nil {
+			t.Errorf("Parse(%s) accepted an invalid number", bad)
 		}
 	}
 }
@@ -60,9 +60,9 @@ func TestBoxFloat64(t *testing.T) {
 
 // An interned word is returned equal to its text, escaped or not; words
 // outside the table and strings that merely start like one read normally.
-func TestParseJSONIntern(t *testing.T) {
-	opts := JSONOptions{Intern: NewInternTable("push", "pull")}
-	v, err := ParseJSON(`["push","pu\u006cl","pusher","","push\"","pul"]`, opts)
+func TestParseIntern(t *testing.T) {
+	opts := ParseOptions{Intern: NewInternTable("push", "pull")}
+	v, err := Parse(`["push","pu\u006cl","pusher","","push\"","pul"]`, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +76,13 @@ func TestParseJSONIntern(t *testing.T) {
 			t.Errorf("element %d = %#v, want %#v", i, got[i], want[i])
 		}
 	}
-	if _, err := ParseJSON(`"push`, opts); err == nil {
+	if _, err := Parse(`"push`, opts); err == nil {
 		t.Error("an unterminated interned word was accepted")
 	}
 	doc := []byte(`["push",["pull",17]]`)
 	var scratch []any
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := ParseJSONScratch(doc, opts, &scratch); err != nil {
+		if _, err := ParseScratch(doc, opts, &scratch); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -96,12 +96,12 @@ func TestParseJSONIntern(t *testing.T) {
 // ordinary strings must read alike.
 var fuzzWords = NewInternTable("a", "push", "pull", "1", "")
 
-// FuzzParseJSONAgreesWithEncodingJSON: ParseJSON accepts exactly the texts
+// FuzzParseAgreesWithEncodingJSON: Parse accepts exactly the texts
 // encoding/json finds valid (but for nesting past its bound) and reads them
 // to the same values, numbers as float64 and as json.Number; only numbers
 // too large for a double differ on purpose (Infinity, as JSON.parse gives,
 // where encoding/json refuses).
-func FuzzParseJSONAgreesWithEncodingJSON(f *testing.F) {
+func FuzzParseAgreesWithEncodingJSON(f *testing.F) {
 	for _, s := range []string{
 		`["push",["pipeline",0,["add"],[17,25]]]`, `["pull",17]`, `[0,1,1023,1024,-0,-1,01]`, `{"a":1,"a":"a","b":[]}`,
 		`"pu\u0073h"`, `"\ud800"`, "\"\xff\"", `1e400`, `[1.5e3,0.0,10]`, `{}`, `[]`, ` 7 `, `[1,]`, `"push`,
@@ -110,18 +110,18 @@ func FuzzParseJSONAgreesWithEncodingJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, raw := range []bool{false, true} {
-			got, err := ParseJSON(text, JSONOptions{RawNumbers: raw, ReplaceLoneSurrogates: true, Intern: fuzzWords})
+			got, err := Parse(text, ParseOptions{RawNumbers: raw, ReplaceLoneSurrogates: true, Intern: fuzzWords})
 			valid := json.Valid([]byte(text))
 			if valid != (err == nil) {
-				if errors.Is(err, ErrJSONTooDeep) {
+				if errors.Is(err, ErrTooDeep) {
 					return
 				}
-				t.Fatalf("ParseJSON(%q, raw=%v) error %v; encoding/json finds it valid: %v", text, raw, err, valid)
+				t.Fatalf("Parse(%q, raw=%v) error %v; encoding/json finds it valid: %v", text, raw, err, valid)
 			}
 			if !valid {
 				return
 			}
-			// Compared in encoding/json's shapes: what ParseJSON read, written
+			// Compared in encoding/json's shapes: what Parse read, written
 			// out (Object writes its members in order) and read back.
 			decode := func(text string) (any, error) {
 				dec := json.NewDecoder(strings.NewReader(text))
@@ -137,10 +137,10 @@ func FuzzParseJSONAgreesWithEncodingJSON(f *testing.F) {
 			}
 			written, err := json.Marshal(got)
 			if err != nil {
-				t.Fatalf("ParseJSON(%q, raw=%v) = %#v, which encoding/json cannot write: %v", text, raw, got, err)
+				t.Fatalf("Parse(%q, raw=%v) = %#v, which encoding/json cannot write: %v", text, raw, got, err)
 			}
 			if g, err := decode(string(written)); err != nil || !reflect.DeepEqual(g, want) {
-				t.Fatalf("ParseJSON(%q, raw=%v) = %#v (%v); encoding/json reads %#v", text, raw, g, err, want)
+				t.Fatalf("Parse(%q, raw=%v) = %#v (%v); encoding/json reads %#v", text, raw, g, err, want)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package protocol
+package jsvalue
 
 import (
 	"encoding/json"
@@ -10,25 +10,34 @@ import (
 	"unicode/utf8"
 )
 
-// JSONOptions choose how ParseJSON builds the values it reads.
-type JSONOptions struct {
+// ParseOptions choose how Parse builds the values it reads.
+type ParseOptions struct {
 	// MaxDepth bounds how deep arrays and objects nest; deeper input fails
-	// with an error that matches ErrJSONTooDeep. Zero means 10000.
+	// with an error that matches ErrTooDeep. Zero means DefaultMaxDepth.
 	MaxDepth int
 	// RawNumbers keeps numbers as json.Number, their text as written,
 	// instead of float64.
 	RawNumbers bool
 	// ReplaceLoneSurrogates turns an escaped lone surrogate (\ud800) into
 	// U+FFFD. By default it becomes its three-byte WTF-8 form, which
-	// StringifyForDispatch writes back as the same escape.
+	// AppendString writes back as the same escape.
 	ReplaceLoneSurrogates bool
 	// Intern, when set, holds strings the caller expects to read often (a
 	// protocol's keywords): one written without escapes is returned as a
 	// shared value instead of a new allocation.
 	Intern *InternTable
+	// BuildObject, when set, makes the value of each object from its
+	// members (repeated keys already merged) and the byte offset where it
+	// starts; without it an object is its Object.
+	BuildObject func(members Object, offset int) (any, error)
 }
 
-// InternTable is a fixed set of strings that ParseJSON returns shared.
+// DefaultMaxDepth bounds the nesting Parse reads when ParseOptions.MaxDepth
+// is zero, so a hostile document fails with an error instead of exhausting
+// the stack. encoding/json uses the same bound.
+const DefaultMaxDepth = 10000
+
+// InternTable is a fixed set of strings that Parse returns shared.
 type InternTable struct {
 	boxed  map[string]any
 	maxLen int // the longest word: a longer string is not looked up
@@ -44,41 +53,37 @@ func NewInternTable(words ...string) *InternTable {
 	return t
 }
 
-// ErrJSONTooDeep is matched (errors.Is) by the error of a document nested
-// deeper than JSONOptions.MaxDepth.
-var ErrJSONTooDeep = errors.New("protocol: JSON nested too deep")
+// ErrTooDeep is matched (errors.Is) by the error of a document nested
+// deeper than ParseOptions.MaxDepth.
+var ErrTooDeep = errors.New("jsvalue: JSON nested too deep")
 
-// ParseJSON reads one JSON text strictly, as JSON.parse does (RFC 8259: no
+// Parse reads one JSON text strictly, as JSON.parse does (RFC 8259: no
 // comments, no trailing commas, no leading byte-order mark, no raw control
 // characters in strings). It returns nil, bool, float64 (or json.Number),
 // string, []any and Object: an object keeps its members in document order,
 // and a repeated key keeps its first position and its last value, as in
 // JavaScript. Bytes that are not UTF-8 become U+FFFD, as a TextDecoder in
-// front of JSON.parse would make them. Errors are *JSONSyntaxError. It never
-// panics on any input.
-func ParseJSON[T string | []byte](src T, opts JSONOptions) (any, error) {
-	return parseJSON(src, opts, nil, nil)
+// front of JSON.parse would make them. Errors are *SyntaxError, or what
+// ParseOptions.BuildObject returns. It never panics on any input.
+func Parse[T string | []byte](src T, opts ParseOptions) (any, error) {
+	return parse(src, opts, nil)
 }
 
-// ParseJSONScratch is ParseJSON reusing *scratch as the parser's array
+// ParseScratch is Parse reusing *scratch as the parser's array
 // scratch, so that a reader parsing one message after another does not grow
 // a new one each time. The scratch holds no values afterwards, and one that
 // grew past 1024 slots is not kept.
-func ParseJSONScratch(src []byte, opts JSONOptions, scratch *[]any) (any, error) {
-	return parseJSON(src, opts, scratch, nil)
+func ParseScratch(src []byte, opts ParseOptions, scratch *[]any) (any, error) {
+	return parse(src, opts, scratch)
 }
 
 // scratchKeepMax bounds the array scratch kept between parses.
 const scratchKeepMax = 1024
 
-// parseJSON is the one strict JSON reader of the module. finish, when not
-// nil, builds the value of each object from its members and the byte
-// offset where it starts (the dispatch codec decodes binary envelopes
-// there); without it an object is its Object.
-func parseJSON[T string | []byte](src T, opts JSONOptions, scratch *[]any, finish func(Object, int) (any, error)) (any, error) {
-	p := &jsonParser[T]{s: src, opts: opts, finish: finish}
+func parse[T string | []byte](src T, opts ParseOptions, scratch *[]any) (any, error) {
+	p := &jsonParser[T]{s: src, opts: opts}
 	if p.opts.MaxDepth <= 0 {
-		p.opts.MaxDepth = maxDepth
+		p.opts.MaxDepth = DefaultMaxDepth
 	}
 	if scratch != nil {
 		p.stack = (*scratch)[:0]
@@ -103,29 +108,28 @@ func parseJSON[T string | []byte](src T, opts JSONOptions, scratch *[]any, finis
 	return v, nil
 }
 
-// JSONSyntaxError is a document the JSON reader cannot read.
-type JSONSyntaxError struct {
+// SyntaxError is a document the JSON reader cannot read.
+type SyntaxError struct {
 	Offset  int    // byte offset of the problem
 	Msg     string // what is wrong there
 	tooDeep bool
 }
 
-func (e *JSONSyntaxError) Error() string {
-	return fmt.Sprintf("protocol: invalid JSON at byte %d: %s", e.Offset, e.Msg)
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
-// Is matches ErrJSONTooDeep for a document nested too deep.
-func (e *JSONSyntaxError) Is(target error) bool { return e.tooDeep && target == ErrJSONTooDeep }
+// Is matches ErrTooDeep for a document nested too deep.
+func (e *SyntaxError) Is(target error) bool { return e.tooDeep && target == ErrTooDeep }
 
 type jsonParser[T string | []byte] struct {
-	s      T
-	i      int
-	opts   JSONOptions
-	finish func(Object, int) (any, error)
-	stack  []any // scratch for array elements, copied out exactly sized
+	s     T
+	i     int
+	opts  ParseOptions
+	stack []any // scratch for array elements, copied out exactly sized
 }
 
-func (p *jsonParser[T]) fail(msg string) error { return &JSONSyntaxError{Offset: p.i, Msg: msg} }
+func (p *jsonParser[T]) fail(msg string) error { return &SyntaxError{Offset: p.i, Msg: msg} }
 
 func (p *jsonParser[T]) space() {
 	for p.i < len(p.s) {
@@ -142,7 +146,7 @@ func (p *jsonParser[T]) space() {
 // top-level value is at 0).
 func (p *jsonParser[T]) value(depth int) (any, error) {
 	if depth > p.opts.MaxDepth {
-		return nil, &JSONSyntaxError{Offset: p.i, Msg: fmt.Sprintf("nested deeper than %d levels", p.opts.MaxDepth), tooDeep: true}
+		return nil, &SyntaxError{Offset: p.i, Msg: fmt.Sprintf("nested deeper than %d levels", p.opts.MaxDepth), tooDeep: true}
 	}
 	if p.i >= len(p.s) {
 		return nil, p.fail("unexpected end of input")
@@ -223,7 +227,7 @@ func (p *jsonParser[T]) number() (any, error) {
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return nil, &JSONSyntaxError{Offset: start, Msg: "invalid number"}
+		return nil, &SyntaxError{Offset: start, Msg: "invalid number"}
 	}
 	// One too large for a double is ±Inf, as JSON.parse gives Infinity.
 	return f, nil
@@ -543,8 +547,8 @@ func (p *jsonParser[T]) object(depth int) (any, error) {
 }
 
 func (p *jsonParser[T]) finishObject(o Object, start int) (any, error) {
-	if p.finish == nil {
+	if p.opts.BuildObject == nil {
 		return o, nil
 	}
-	return p.finish(o, start)
+	return p.opts.BuildObject(o, start)
 }
