@@ -131,6 +131,14 @@ func (m *ExecuteResultMessage) Result() *ExecuteResult {
 // byte-identical calls MarshalJSON directly or uses an Encoder with
 // SetEscapeHTML(false).
 func (m ExecuteResultMessage) MarshalJSON() ([]byte, error) {
+	s, err := StringifyForDispatch(m.Object())
+	return []byte(s), err
+}
+
+// Object is the message as the JavaScript object both wires carry (JSON
+// here, a capnweb session in executorapi), members in the order of the
+// struct; a grant's handles go with its executionId.
+func (m ExecuteResultMessage) Object() jsvalue.Object {
 	o := jsvalue.Object{}
 	if m.ResultJSON != "" {
 		o = append(o, jsvalue.Member{Key: "resultJson", Value: m.ResultJSON})
@@ -146,7 +154,7 @@ func (m ExecuteResultMessage) MarshalJSON() ([]byte, error) {
 	if m.ExecutionID != "" {
 		o = append(o, jsvalue.Member{Key: "executionId", Value: m.ExecutionID})
 	}
-	if len(m.Handles) > 0 {
+	if m.ExecutionID != "" || len(m.Handles) > 0 {
 		h := make([]any, len(m.Handles))
 		for i, s := range m.Handles {
 			h[i] = s
@@ -154,14 +162,14 @@ func (m ExecuteResultMessage) MarshalJSON() ([]byte, error) {
 		o = append(o, jsvalue.Member{Key: "handles", Value: h})
 	}
 	if u := m.Usage; u != nil {
-		o = append(o, jsvalue.Member{Key: "usage", Value: jsvalue.Object{{Key: "runClockMs", Value: u.RunClockMs}, {Key: "cpuMs", Value: u.CPUMs}, {Key: "peakHeapBytes", Value: u.PeakHeapBytes},
-			{Key: "toolCalls", Value: u.ToolCalls}, {Key: "outboundRequests", Value: u.OutboundRequests}, {Key: "logBytes", Value: u.LogBytes}}})
+		o = append(o, jsvalue.Member{Key: "usage", Value: jsvalue.Object{{Key: "runClockMs", Value: u.RunClockMs}, {Key: "cpuMs", Value: u.CPUMs},
+			{Key: "peakHeapBytes", Value: float64(u.PeakHeapBytes)}, {Key: "toolCalls", Value: float64(u.ToolCalls)},
+			{Key: "outboundRequests", Value: float64(u.OutboundRequests)}, {Key: "logBytes", Value: float64(u.LogBytes)}}})
 	}
 	if m.Failure != FailureNone {
 		o = append(o, jsvalue.Member{Key: "failure", Value: string(m.Failure)})
 	}
-	s, err := StringifyForDispatch(o)
-	return []byte(s), err
+	return o
 }
 
 // Value decodes the run's value with ParseForDispatch: jsvalue.Undefined when the

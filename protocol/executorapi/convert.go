@@ -355,36 +355,6 @@ func jsonValue(v any) any {
 
 // ---- results ---------------------------------------------------------------
 
-func resultToWire(m protocol.ExecuteResultMessage) jsvalue.Object {
-	o := jsvalue.Object{}
-	if m.ResultJSON != "" {
-		o = append(o, jsvalue.Member{Key: "resultJson", Value: m.ResultJSON})
-	}
-	if m.Error != nil {
-		o = append(o, jsvalue.Member{Key: "error", Value: *m.Error})
-	}
-	logs := make([]any, len(m.Logs))
-	for i, l := range m.Logs {
-		logs[i] = jsvalue.Object{{Key: "level", Value: string(l.Level)}, {Key: "text", Value: l.Text}}
-	}
-	o = append(o, jsvalue.Member{Key: "logs", Value: logs})
-	if m.ExecutionID != "" {
-		o = append(o, jsvalue.Member{Key: "executionId", Value: m.ExecutionID})
-		handles := make([]any, len(m.Handles))
-		for i, h := range m.Handles {
-			handles[i] = h
-		}
-		o = append(o, jsvalue.Member{Key: "handles", Value: handles})
-	}
-	if u := m.Usage; u != nil {
-		o = append(o, jsvalue.Member{Key: "usage", Value: usageToWire(u)})
-	}
-	if m.Failure != protocol.FailureNone {
-		o = append(o, jsvalue.Member{Key: "failure", Value: string(m.Failure)})
-	}
-	return o
-}
-
 func resultFromWire(v any) (*protocol.ExecuteResult, error) {
 	m, ok := asMap(v)
 	if !ok {

@@ -217,7 +217,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		}
 		// A module map the rules refuse is a declared failure: it goes to
 		// the model in the envelope, as the local executor reports it.
-		return resultToWire(protocol.ResultMessageOf(&protocol.ExecuteResult{Error: err.Error(), HasError: true, Failure: protocol.FailureOf(err)})), nil
+		return protocol.ResultMessageOf(&protocol.ExecuteResult{Error: err.Error(), HasError: true, Failure: protocol.FailureOf(err)}).Object(), nil
 	}
 	switch d := arg(args, 3).(type) {
 	case *capnweb.Stub:
@@ -314,7 +314,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 			kept.release()
 		}
 	}
-	return resultToWire(msg), nil
+	return msg.Object(), nil
 }
 
 // run executes req, with p when the executor takes a Policy (a gateway's

@@ -133,13 +133,6 @@ func (s *Server) connectionContext(base context.Context, r *http.Request) (conte
 	return s.opts.Tracing.StartConnection(base, r.Header, telemetry.URLPath.String(r.URL.Path))
 }
 
-// usageToWire is the usage member of a result message.
-func usageToWire(u *protocol.UsageMessage) jsvalue.Object {
-	return jsvalue.Object{{Key: "runClockMs", Value: u.RunClockMs}, {Key: "cpuMs", Value: u.CPUMs},
-		{Key: "peakHeapBytes", Value: float64(u.PeakHeapBytes)}, {Key: "toolCalls", Value: float64(u.ToolCalls)},
-		{Key: "outboundRequests", Value: float64(u.OutboundRequests)}, {Key: "logBytes", Value: float64(u.LogBytes)}}
-}
-
 // usageFromWire reads a result message's usage member; one this side
 // cannot read (another server's extension of the same name) is ignored.
 func usageFromWire(v any) *protocol.Usage {

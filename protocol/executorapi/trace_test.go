@@ -166,7 +166,7 @@ func TestClientSendsTheCallersContext(t *testing.T) {
 
 func TestUsageCrossesTheWire(t *testing.T) {
 	u := &protocol.Usage{RunClock: 1500 * time.Microsecond, CPU: 2 * time.Millisecond, PeakHeapBytes: 4096, ToolCalls: 3, OutboundRequests: 1, LogBytes: 9}
-	wire := resultToWire(protocol.ResultMessageOf(&protocol.ExecuteResult{ResultJSON: "1", Usage: u}))
+	wire := protocol.ResultMessageOf(&protocol.ExecuteResult{ResultJSON: "1", Usage: u}).Object()
 	if got := fmt.Sprint(wire); got != "[{resultJson 1} {logs []} {usage [{runClockMs 1.5} {cpuMs 2} {peakHeapBytes 4096} {toolCalls 3} {outboundRequests 1} {logBytes 9}]}]" {
 		t.Fatalf("on the wire: %s", got)
 	}
