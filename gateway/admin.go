@@ -101,29 +101,49 @@ func (g *Gateway) notReady() string {
 func (g *Gateway) Drain(ctx context.Context) error {
 	g.draining.Store(true)
 	g.log.Info("draining: new executions are refused, waiting for those in flight")
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var err error
-wait:
-	for {
-		n := int64(0)
-		g.mu.Lock()
-		for _, t := range g.tenants {
-			n += t.inFlight.Load()
-		}
-		g.mu.Unlock()
-		if n == 0 {
-			break
-		}
+	err := g.executionsEnd(ctx)
+	if err != nil {
+		g.log.Warn("drain timeout: executions still in flight", "count", g.executionsInFlight())
+	} else {
 		select {
+		case <-time.After(resultGrace):
 		case <-ctx.Done():
-			err = ctx.Err()
-			g.log.Warn("drain timeout: executions still in flight", "count", n)
-			break wait
-		case <-tick.C:
 		}
 	}
 	closed := g.handles.pins.closeAll()
 	g.log.Info("drained", "handles_closed", closed)
 	return err
+}
+
+// resultGrace is how long a drain waits after the last execution ended,
+// before the sessions close: a tenant's count falls as its execution
+// returns, before the session has written the result to its client, and
+// nothing below the tenant says when that is done. (The ticker this
+// replaced gave the same room by chance, up to 50 ms.)
+const resultGrace = 50 * time.Millisecond
+
+// executionsEnd returns once no tenant has an execution in flight, woken
+// by each tenant's last one ending, or with ctx's error.
+func (g *Gateway) executionsEnd(ctx context.Context) error {
+	for g.executionsInFlight() > 0 {
+		g.mu.Lock()
+		tenants := slices.Collect(maps.Values(g.tenants))
+		g.mu.Unlock()
+		for _, t := range tenants {
+			if !waitClosed(ctx, t.inFlight.idle()) {
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) executionsInFlight() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := int64(0)
+	for _, t := range g.tenants {
+		n += t.inFlight.Load()
+	}
+	return n
 }

@@ -35,7 +35,7 @@ type member struct {
 	health healthChecker
 	// pool reports the local pool's counters; nil for a remote member.
 	pool     poolReporter
-	inFlight atomic.Int64
+	inFlight inFlightCount
 	healthy  atomic.Bool
 	log      *slog.Logger
 	// remote: the member is an executor server, whose address a tenant
@@ -44,6 +44,10 @@ type member struct {
 	// config is a remote member's entry in the configuration, which a
 	// reload compares.
 	config config.RemoteMember
+
+	// handleCalls are the calls on its retained executions in flight,
+	// which keep a removed member open (retire).
+	handleCalls inFlightCount
 }
 
 // healthChecker is a member whose health the gateway checks: a remote

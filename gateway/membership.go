@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"slices"
-	"time"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
 )
@@ -14,9 +13,6 @@ import (
 // the backends: an added executor server takes executions at once; a
 // removed one takes no new executions, finishes those it runs and keeps
 // serving the handles pinned to it, and is closed when none is left.
-
-// retireCheck is how often a removed member is checked for being done.
-const retireCheck = 100 * time.Millisecond
 
 // memberName is a remote member's name: its group and a tag of its URL
 // under the executionId key, so that replicas sharing the key name it
@@ -95,16 +91,24 @@ func (g *Gateway) applyMembers(cfg *config.Config) {
 	}
 }
 
-// retire closes a removed member once no execution runs on it and no pin
-// of this replica names it. Closing the gateway closes it sooner.
+// handleCall counts a call on one of m's retained executions until the
+// function it returns is called.
+func (m *member) handleCall() (done func()) {
+	m.handleCalls.Add(1)
+	return func() { m.handleCalls.Add(-1) }
+}
+
+// retire closes a removed member once no execution and no call on a
+// handle runs on it and no pin of this replica names it, woken by the ends
+// of all three rather than polling. Closing the gateway closes it sooner.
 func (g *Gateway) retire(grp *group, m *member) {
-	tick := time.NewTicker(retireCheck)
-	defer tick.Stop()
-	for m.inFlight.Load() > 0 || g.handles.pins.holds(m) {
-		select {
-		case <-grp.ctx.Done():
-			return
-		case <-tick.C:
+	// An execution that was running when the reload came may still pin a
+	// handle as it ends, and a handle's pin goes while the call that closed
+	// it is still answering: all three are asked again after every wake.
+	for m.inFlight.Load() > 0 || m.handleCalls.Load() > 0 || g.handles.pins.holds(m) {
+		if !waitClosed(grp.ctx, m.inFlight.idle()) || !waitClosed(grp.ctx, m.handleCalls.idle()) ||
+			!waitClosed(grp.ctx, g.handles.pins.released(m)) {
+			return // the group closed it
 		}
 	}
 	grp.mu.Lock()

@@ -71,7 +71,7 @@ func TestRemovedMemberClosesWhenItsHandlesDo(t *testing.T) {
 	if m := grp.current(); len(m) != 1 || m[0].config.URL != urlB {
 		t.Fatalf("after the reload the group is %v", m)
 	}
-	time.Sleep(3 * retireCheck)
+	time.Sleep(300 * time.Millisecond) // time for a wrong close to happen
 	grp.mu.Lock()
 	_, retired := grp.retired[a]
 	grp.mu.Unlock()
@@ -101,7 +101,7 @@ func TestRemovedMemberClosesWhenItsHandlesDo(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the removed member was not closed after its last handle closed")
 		}
-		time.Sleep(retireCheck)
+		time.Sleep(10 * time.Millisecond)
 	}
 	// Its executor is closed: a call on it fails at once.
 	if _, err := a.exec.Execute(ctx, &protocol.ExecuteRequest{Code: "result:1"}); protocol.CodeOf(err) != protocol.CodeConnectionBroken {

@@ -28,6 +28,9 @@ type pins struct {
 	byTenant map[string]*simplelru.LRU[string, struct{}]
 	evicted  []evictedPin // filled under mu, closed after it is released
 	dropping bool         // a removal that is not an eviction
+	// perMember counts the pins naming each member, so that a removed
+	// member learns when its last pin goes (released) without a scan.
+	perMember map[*member]*memberPins
 
 	hits, misses, evictions atomic.Int64
 }
@@ -37,17 +40,29 @@ type evictedPin struct {
 	p  pin
 }
 
+// memberPins are the pins naming one member, and the channel a waiter for
+// their end reads (nil while nobody waits).
+type memberPins struct {
+	n    int
+	gone chan struct{}
+}
+
 func newPins(size int) *pins {
-	ps := &pins{byTenant: map[string]*simplelru.LRU[string, struct{}]{}}
+	ps := &pins{byTenant: map[string]*simplelru.LRU[string, struct{}]{}, perMember: map[*member]*memberPins{}}
 	// simplelru calls this for every removal from the table, whatever the
-	// reason; it is the one place that keeps the tenant lists in step.
+	// reason; it is the one place that keeps the tenant lists and the
+	// member counts in step.
 	ps.all, _ = simplelru.NewLRU(size, func(id string, p pin) {
 		if t := ps.byTenant[p.tenant]; t != nil {
 			t.Remove(id)
 		}
 		if !ps.dropping {
+			// The close that follows is a call on the member, counted
+			// before its pin goes so that a retiring member waits for it.
+			p.member.handleCalls.Add(1)
 			ps.evicted = append(ps.evicted, evictedPin{id, p})
 		}
+		ps.unpinned(p.member)
 	})
 	return ps
 }
@@ -67,6 +82,12 @@ func (ps *pins) add(id string, p pin, maxHandles int) {
 		if !ps.all.Remove(oldest) {
 			t.Remove(oldest)
 		}
+	}
+	// Counted before the Add, whose eviction must not take the member's
+	// count through zero on its way up.
+	ps.pinned(p.member)
+	if old, had := ps.all.Peek(id); had {
+		ps.unpinned(old.member) // replaced in place: no removal to count it
 	}
 	ps.all.Add(id, p)
 	t.Add(id, struct{}{})
@@ -133,12 +154,42 @@ func (ps *pins) closeAll() int {
 func (ps *pins) holds(m *member) bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	for _, id := range ps.all.Keys() {
-		if p, _ := ps.all.Peek(id); p.member == m {
-			return true
-		}
+	return ps.perMember[m] != nil
+}
+
+// released is closed once no pin names m: at once when none does.
+func (ps *pins) released(m *member) <-chan struct{} {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	c := ps.perMember[m]
+	if c == nil {
+		return closedChan
 	}
-	return false
+	if c.gone == nil {
+		c.gone = make(chan struct{})
+	}
+	return c.gone
+}
+
+// pinned and unpinned keep the member counts, under mu.
+func (ps *pins) pinned(m *member) {
+	c := ps.perMember[m]
+	if c == nil {
+		c = &memberPins{}
+		ps.perMember[m] = c
+	}
+	c.n++
+}
+
+func (ps *pins) unpinned(m *member) {
+	c := ps.perMember[m]
+	if c.n--; c.n > 0 {
+		return
+	}
+	delete(ps.perMember, m)
+	if c.gone != nil {
+		close(c.gone)
+	}
 }
 
 func (ps *pins) len() int {
@@ -153,6 +204,7 @@ func (ps *pins) close(evicted []evictedPin) {
 	for _, e := range evicted {
 		ps.evictions.Add(1)
 		go func() {
+			defer e.p.member.handleCalls.Add(-1)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			err := e.p.member.exec.CloseHandles(ctx, e.p.inner)

@@ -33,7 +33,7 @@ type tenant struct {
 	// draining is the gateway's: once set, new executions are turned away.
 	draining *atomic.Bool
 
-	inFlight    atomic.Int64
+	inFlight    inFlightCount
 	connections atomic.Int64
 	api         *executorapi.Server
 
@@ -277,6 +277,7 @@ func (t *tenant) InvokeHandle(ctx context.Context, id, handle string, req protoc
 	if !ok {
 		return protocol.OutboundResponse{}, protocol.NewHandlesClosedError(id)
 	}
+	defer p.member.handleCall()()
 	resp, err := p.member.exec.InvokeHandle(ctx, p.inner, handle, req)
 	err = p.member.forTenant(err)
 	if executorapi.EndsHandles(err) {
@@ -291,6 +292,7 @@ func (t *tenant) CloseHandles(ctx context.Context, id string) error {
 	if !ok {
 		return protocol.NewHandlesClosedError(id)
 	}
+	defer p.member.handleCall()()
 	err := p.member.forTenant(p.member.exec.CloseHandles(ctx, p.inner))
 	if err == nil || protocol.CodeOf(err) == protocol.CodeHandlesClosed {
 		t.routes.pins.drop(id)

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/gateway/config"
+)
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// A member's pins are counted through every way a pin goes (a drop, the
+// table's bound, a tenant's bound, closeAll), and released(m) closes when
+// the last one naming m goes, not before.
+func TestPinsReleaseAMemberWhenItsLastPinGoes(t *testing.T) {
+	ps := newPins(2)
+	a := &member{name: "a", exec: &fakeBackend{}}
+	b := &member{name: "b", exec: &fakeBackend{}}
+	if !isClosed(ps.released(a)) || ps.holds(a) {
+		t.Fatal("a member without pins is not released")
+	}
+	ps.add("a1", pin{member: a, tenant: "x"}, 10)
+	ps.add("a2", pin{member: a, tenant: "y"}, 10)
+	ps.add("a3", pin{member: a, tenant: "x"}, 10) // the table's bound evicts a1
+	gone := ps.released(a)
+	ps.drop("a3")
+	if isClosed(gone) || !ps.holds(a) {
+		t.Fatal("a was released while a2 still names it")
+	}
+	ps.add("a2", pin{member: a, tenant: "y"}, 10) // replaced in place: still one pin
+	ps.add("b1", pin{member: b, tenant: "y"}, 1)  // y's bound of one takes a2
+	if !isClosed(gone) || ps.holds(a) {
+		t.Fatal("a was not released when its last pin went")
+	}
+	if !ps.holds(b) || isClosed(ps.released(b)) {
+		t.Fatal("b, which holds b1, reads released")
+	}
+	goneB := ps.released(b)
+	ps.closeAll()
+	if !isClosed(goneB) {
+		t.Fatal("closeAll left b unreleased")
+	}
+}
+
+// Drain waits for the executions in flight without polling: it returns as
+// the last one ends, and with ctx's error when one outlives ctx.
+func TestDrainWaitsForTheExecutionsInFlight(t *testing.T) {
+	rig := newRig(t, config.Policy{})
+	rig.gw.tenants = map[string]*tenant{"acme": rig.t}
+	rig.be.hold = make(chan struct{})
+	ran := make(chan error, 1)
+	go func() { ran <- rig.execute() }()
+	for rig.t.inFlight.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := rig.gw.Drain(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Drain with an execution outliving ctx: %v", err)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- rig.gw.Drain(context.Background()) }()
+	select {
+	case err := <-drained:
+		t.Fatalf("Drain returned (%v) while an execution ran", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(rig.be.hold)
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-drained; err != nil {
+		t.Fatalf("Drain after the last execution ended: %v", err)
+	}
+}
+
+// idle is closed at once on a count of zero, and when the count falls to
+// zero, not when it only falls.
+func TestInFlightCountSignalsZero(t *testing.T) {
+	var c inFlightCount
+	if !isClosed(c.idle()) {
+		t.Fatal("zero is not idle")
+	}
+	c.Add(2)
+	idle := c.idle()
+	c.Add(-1)
+	if isClosed(idle) {
+		t.Fatal("idle closed at one in flight")
+	}
+	c.Add(-1)
+	if !isClosed(idle) || !isClosed(c.idle()) {
+		t.Fatal("idle not closed at zero")
+	}
+}
