@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -38,50 +39,49 @@ func NewAPIKey() string {
 	return "cmk_" + base64.RawURLEncoding.EncodeToString(b)
 }
 
+// KeyHash is a stored API key's SHA-256 digest.
+type KeyHash [sha256.Size]byte
+
+// ParseKeyHash reads a hash as HashAPIKey writes it: "sha256:" and 64 hex
+// digits.
+func ParseKeyHash(s string) (KeyHash, error) {
+	hexSum, ok := strings.CutPrefix(s, hashPrefix)
+	if !ok {
+		return KeyHash{}, fmt.Errorf("the hash must start with %q (make one with `gateway hash-key`)", hashPrefix)
+	}
+	raw, err := hex.DecodeString(hexSum)
+	if err != nil || len(raw) != sha256.Size {
+		return KeyHash{}, fmt.Errorf("the hash must be %q followed by 64 hex digits", hashPrefix)
+	}
+	return KeyHash(raw), nil
+}
+
 // APIKey is one configured key: its stored hash, its name and its tenant.
 type APIKey struct {
 	Name   string
 	Tenant string
-	// Hash is what HashAPIKey returned for the key.
-	Hash string
-}
-
-type storedKey struct {
-	name, tenant string
-	sum          [sha256.Size]byte
+	Hash   KeyHash
 }
 
 // APIKeys authenticates API keys against their stored hashes.
 type APIKeys struct {
-	keys []storedKey
+	keys []APIKey
 }
 
-// NewAPIKeys validates the configured keys: every hash well formed, every
-// key named and owned by a tenant, no hash configured twice.
+// NewAPIKeys checks the configured keys: every key named and owned by a
+// tenant, no hash configured twice.
 func NewAPIKeys(keys []APIKey) (*APIKeys, error) {
-	a := &APIKeys{}
-	seen := map[[sha256.Size]byte]string{}
+	seen := map[KeyHash]string{}
 	for i, k := range keys {
 		if k.Name == "" || k.Tenant == "" {
 			return nil, fmt.Errorf("auth: API key %d needs a name and a tenant", i)
 		}
-		hexSum, ok := strings.CutPrefix(k.Hash, hashPrefix)
-		if !ok {
-			return nil, fmt.Errorf("auth: API key %q: the hash must start with %q (make one with `gateway hash-key`)", k.Name, hashPrefix)
-		}
-		raw, err := hex.DecodeString(hexSum)
-		if err != nil || len(raw) != sha256.Size {
-			return nil, fmt.Errorf("auth: API key %q: the hash must be %q followed by 64 hex digits", k.Name, hashPrefix)
-		}
-		var sum [sha256.Size]byte
-		copy(sum[:], raw)
-		if other, dup := seen[sum]; dup {
+		if other, dup := seen[k.Hash]; dup {
 			return nil, fmt.Errorf("auth: API keys %q and %q have the same hash", other, k.Name)
 		}
-		seen[sum] = k.Name
-		a.keys = append(a.keys, storedKey{name: k.Name, tenant: k.Tenant, sum: sum})
+		seen[k.Hash] = k.Name
 	}
-	return a, nil
+	return &APIKeys{keys: slices.Clone(keys)}, nil
 }
 
 // Authenticate implements Authenticator. A token shaped like a JWT (three
@@ -95,7 +95,7 @@ func (a *APIKeys) Authenticate(_ context.Context, token string) (Identity, error
 	sum := sha256.Sum256([]byte(token))
 	match := -1
 	for i := range a.keys {
-		if subtle.ConstantTimeCompare(sum[:], a.keys[i].sum[:]) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], a.keys[i].Hash[:]) == 1 {
 			match = i
 		}
 	}
@@ -103,7 +103,7 @@ func (a *APIKeys) Authenticate(_ context.Context, token string) (Identity, error
 		return Identity{}, errors.Join(ErrInvalid, errors.New("unknown API key"))
 	}
 	k := a.keys[match]
-	return Identity{Tenant: k.tenant, Method: "api-key", Credential: k.name}, nil
+	return Identity{Tenant: k.Tenant, Method: "api-key", Credential: k.Name}, nil
 }
 
 func looksLikeJWT(token string) bool {

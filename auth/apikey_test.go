@@ -2,14 +2,20 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"testing"
 )
 
-func mustHash(t testing.TB, key string) string {
+// mustHash is key's hash as the configuration stores it, read back.
+func mustHash(t testing.TB, key string) KeyHash {
 	t.Helper()
-	h, err := HashAPIKey(key)
+	s, err := HashAPIKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseKeyHash(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +77,38 @@ func TestNewAPIKeysRejectsBadConfig(t *testing.T) {
 	cases := map[string][]APIKey{
 		"no name":        {{Tenant: "t", Hash: good}},
 		"no tenant":      {{Name: "n", Hash: good}},
-		"no prefix":      {{Name: "n", Tenant: "t", Hash: strings.TrimPrefix(good, "sha256:")}},
-		"short hex":      {{Name: "n", Tenant: "t", Hash: "sha256:abcd"}},
-		"not hex":        {{Name: "n", Tenant: "t", Hash: "sha256:" + strings.Repeat("z", 64)}},
 		"duplicate hash": {{Name: "a", Tenant: "t", Hash: good}, {Name: "b", Tenant: "u", Hash: good}},
 	}
 	for name, keys := range cases {
 		if _, err := NewAPIKeys(keys); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// ParseKeyHash reads what HashAPIKey writes, and says what is wrong with
+// anything else.
+func TestParseKeyHash(t *testing.T) {
+	const key = "0123456789abcdefghijklmn" // as in TestHashAPIKey
+	stored, _ := HashAPIKey(key)
+	h, err := ParseKeyHash(stored)
+	if err != nil || h != KeyHash(sha256.Sum256([]byte(key))) {
+		t.Fatalf("ParseKeyHash(%q) = %x, %v", stored, h, err)
+	}
+	if upper, err := ParseKeyHash("sha256:" + strings.ToUpper(strings.TrimPrefix(stored, "sha256:"))); err != nil || upper != h {
+		t.Fatalf("upper-case hex: %x, %v", upper, err)
+	}
+	const noPrefix = "the hash must start with \"sha256:\" (make one with `gateway hash-key`)"
+	const notHex = "the hash must be \"sha256:\" followed by 64 hex digits"
+	for in, want := range map[string]string{
+		strings.TrimPrefix(stored, "sha256:"): noPrefix,
+		"md5:abcd":                            noPrefix,
+		"sha256:abcd":                         notHex,
+		"sha256:" + strings.Repeat("z", 64):   notHex,
+		stored + "00":                         notHex,
+	} {
+		if _, err := ParseKeyHash(in); err == nil || err.Error() != want {
+			t.Errorf("ParseKeyHash(%q): %v, want %q", in, err, want)
 		}
 	}
 }

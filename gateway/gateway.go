@@ -138,12 +138,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // routes. Connections keep the tenant they authenticated as.
 type state struct {
 	cfg     *config.Config
-	auth    auth.Authenticator
 	tenants map[string]*tenant
 	router  chi.Router
-	// cert and adminCert are the listeners' certificates, read from their
-	// files on every build so a reload picks up a renewed one.
-	cert, adminCert *tls.Certificate
 	// adminToken is the bearer token of the admin listener; empty: none.
 	adminToken string
 	// shares are the tenants' shares of their local groups.
@@ -167,24 +163,15 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 	for _, tc := range cfg.Tenants {
 		st.shares[tc.Name] = local.Share{Weight: tc.Policy.Weight, CPUSlots: tc.Policy.CPUSlots}
 	}
-	var err error
-	if st.auth, err = buildAuth(cfg, g.getenv); err != nil {
-		return nil, err
-	}
 	if env := cfg.Admin.TokenEnv; env != "" {
 		st.adminToken = g.getenv(env)
-	}
-	if st.cert, err = loadCert(cfg, cfg.TLS); err != nil {
-		return nil, err
-	}
-	if st.adminCert, err = loadCert(cfg, cfg.Admin.TLS); err != nil {
-		return nil, err
 	}
 	for _, tc := range cfg.Tenants {
 		if g.groups[tc.Backend] == nil {
 			return nil, fmt.Errorf("tenant %s: backend %s is not running; backends change only on a restart", tc.Name, tc.Backend)
 		}
 	}
+	var err error
 	if st.router, err = g.routes(st); err != nil {
 		return nil, err
 	}
@@ -296,33 +283,6 @@ func (g *Gateway) Close() error {
 	return errors.Join(errs...)
 }
 
-func buildAuth(cfg *config.Config, getenv config.Getenv) (auth.Authenticator, error) {
-	var keys []auth.APIKey
-	for _, t := range cfg.Tenants {
-		for _, k := range t.Keys {
-			keys = append(keys, auth.APIKey{Name: k.Name, Tenant: t.Name, Hash: k.Hash})
-		}
-	}
-	ak, err := auth.NewAPIKeys(keys)
-	if err != nil {
-		return nil, err
-	}
-	chain := auth.Chain{ak}
-	if j := cfg.JWT; j != nil {
-		jc := auth.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, TenantClaim: j.TenantClaim,
-			PublicKeysPEM: j.PublicKeys, JWKSFile: cfg.Resolve(j.JWKSFile), Leeway: j.Leeway.Std()}
-		if j.HMACSecretEnv != "" {
-			jc.HMACSecret = []byte(getenv(j.HMACSecretEnv))
-		}
-		v, err := auth.NewJWTVerifier(jc)
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, v)
-	}
-	return chain, nil
-}
-
 // pathRoutes are the routes of one path, told apart by subprotocol.
 type pathRoutes struct {
 	byProto map[string]*route
@@ -333,7 +293,6 @@ type pathRoutes struct {
 type route struct {
 	cfg      config.Route
 	tenants  map[string]bool // nil: every tenant
-	origins  []config.OriginPattern
 	upstream *httputil.ReverseProxy
 }
 
@@ -349,13 +308,6 @@ func (g *Gateway) routes(st *state) (chi.Router, error) {
 			order = append(order, rc.Path)
 		}
 		rt := &route{cfg: rc}
-		for _, o := range rc.AllowedOrigins {
-			p, err := config.ParseOrigin(o)
-			if err != nil {
-				return nil, fmt.Errorf("route %s: allowedOrigins: %w", rc.Path, err)
-			}
-			rt.origins = append(rt.origins, p)
-		}
 		if len(rc.Tenants) > 0 {
 			rt.tenants = map[string]bool{}
 			for _, t := range rc.Tenants {
@@ -428,7 +380,7 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 	cred, err := auth.FromRequest(req)
 	var id auth.Identity
 	if err == nil {
-		id, err = st.auth.Authenticate(req.Context(), cred.Token)
+		id, err = st.cfg.Authenticator.Authenticate(req.Context(), cred.Token)
 	}
 	if err != nil {
 		g.metrics.authFailures.WithLabelValues("unauthenticated").Inc()
@@ -444,7 +396,7 @@ func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr 
 		http.Error(w, fmt.Sprintf("tenant %q may not use this route", id.Tenant), http.StatusForbidden)
 		return
 	}
-	if !originAllowed(req, rt.origins) {
+	if !originAllowed(req, rt.cfg.Origins) {
 		g.metrics.authFailures.WithLabelValues("forbidden").Inc()
 		g.log.Info("origin refused on route", "route", rt.cfg.Path, "kind", rt.cfg.Kind, "subprotocol", proto, "path", req.URL.Path, "origin", req.Header.Get("Origin"), "tenant", id.Tenant)
 		http.Error(w, "this origin may not use this route", http.StatusForbidden)
@@ -586,35 +538,26 @@ func (g *Gateway) reloadFromFile() error {
 	return nil
 }
 
-func loadCert(cfg *config.Config, t *config.TLS) (*tls.Certificate, error) {
-	if t == nil {
-		return nil, nil
-	}
-	c, err := tls.LoadX509KeyPair(cfg.Resolve(t.CertFile), cfg.Resolve(t.KeyFile))
-	if err != nil {
-		return nil, fmt.Errorf("loading the TLS certificate: %w", err)
-	}
-	return &c, nil
-}
-
 // TLSConfig is the listener's TLS configuration, nil when it serves plain
-// HTTP. Its certificate is the current state's, so a reload renews it.
+// HTTP. Its certificate is the current configuration's, read from its
+// files on every load, so a reload renews it.
 func (g *Gateway) TLSConfig() *tls.Config {
-	if g.state.Load().cert == nil {
-		return nil
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-		return g.state.Load().cert, nil
-	}}
+	return g.tlsConfig(func(c *config.Config) *config.TLS { return c.TLS })
 }
 
 // AdminTLSConfig is the admin listener's TLS configuration, nil when it
 // serves plain HTTP.
 func (g *Gateway) AdminTLSConfig() *tls.Config {
-	if g.state.Load().adminCert == nil {
+	return g.tlsConfig(func(c *config.Config) *config.TLS { return c.Admin.TLS })
+}
+
+// tlsConfig serves the certificate of the current configuration's section
+// of, nil when it has none (whether a listener has TLS takes a restart).
+func (g *Gateway) tlsConfig(of func(*config.Config) *config.TLS) *tls.Config {
+	if of(g.state.Load().cfg) == nil {
 		return nil
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-		return g.state.Load().adminCert, nil
+		return of(g.state.Load().cfg).Certificate, nil
 	}}
 }

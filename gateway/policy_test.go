@@ -15,9 +15,10 @@ import (
 // tenant's memory limits, and both their denied ranges, the caller's
 // first; the caller's own policy is left as it was.
 func TestMemberRunsUnderTheTenantsPolicy(t *testing.T) {
-	rig := newRig(t, config.Policy{MemoryMB: 32, NativeDeny: []string{"10.0.0.0/8"}})
 	callerDeny := netip.MustParsePrefix("192.0.2.0/24")
 	tenantDeny := netip.MustParsePrefix("10.0.0.0/8")
+	// As config.Parse leaves a policy: the ranges beside the text.
+	rig := newRig(t, config.Policy{MemoryMB: 32, NativeDeny: []string{"10.0.0.0/8"}, NativeDenyRanges: []netip.Prefix{tenantDeny}})
 	for _, c := range []struct {
 		callerMB, wantMB int
 	}{{0, 32}, {16, 16}, {64, 32}} {

@@ -68,10 +68,7 @@ func newTenant(t config.Tenant, g *group, gw *Gateway) *tenant {
 // again only when the rate itself changed, and a budget's bucket only when
 // its own bound changed.
 func (t *tenant) configure(c config.Tenant, g *group) {
-	s := &tenantSettings{policy: c.Policy, group: g}
-	for _, cidr := range c.Policy.NativeDeny {
-		s.nativeDeny = append(s.nativeDeny, netip.MustParsePrefix(cidr)) // validated by config
-	}
+	s := &tenantSettings{policy: c.Policy, group: g, nativeDeny: c.Policy.NativeDenyRanges}
 	old := t.settings.Load()
 	switch {
 	case c.Policy.Rate <= 0:

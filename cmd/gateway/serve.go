@@ -403,7 +403,12 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	if len(hashes) > 0 {
 		list := make([]auth.APIKey, len(hashes))
 		for i, h := range hashes {
-			list[i] = auth.APIKey{Name: fmt.Sprintf("key-%d", i+1), Tenant: "executor-server", Hash: h}
+			list[i] = auth.APIKey{Name: fmt.Sprintf("key-%d", i+1), Tenant: "executor-server"}
+			var err error
+			if list[i].Hash, err = auth.ParseKeyHash(h); err != nil {
+				fmt.Fprintf(stderr, "gateway serve: auth: API key %q: %v\n", list[i].Name, err)
+				return 2
+			}
 		}
 		var err error
 		if keys, err = auth.NewAPIKeys(list); err != nil {

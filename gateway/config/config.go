@@ -9,7 +9,11 @@
 package config
 
 import (
+	"crypto/tls"
+	"net/netip"
 	"time"
+
+	"github.com/supolka/codemode-gateway/auth"
 )
 
 // Config is the whole file.
@@ -50,6 +54,10 @@ type Config struct {
 	// Digest names the file's bytes in logs (the first 16 hex digits of
 	// their SHA-256). Set by Parse.
 	Digest string `yaml:"-"`
+	// Authenticator checks the tenants' credentials: their API keys and,
+	// with a jwt section, JWTs. Validation builds it, reading the keys
+	// (the JWKS file) once; the gateway serves with it.
+	Authenticator auth.Authenticator `yaml:"-"`
 }
 
 // Admin is the operator's listener: /metrics, /healthz, /readyz.
@@ -86,6 +94,8 @@ type Connections struct {
 type TLS struct {
 	CertFile string `yaml:"certFile"`
 	KeyFile  string `yaml:"keyFile"`
+	// Certificate is the pair, loaded by validation.
+	Certificate *tls.Certificate `yaml:"-"`
 }
 
 // Log configures the structured log (log/slog).
@@ -288,6 +298,8 @@ type Policy struct {
 	// NativeDeny adds CIDR ranges this tenant's native fetches must not
 	// reach, even inside its backend's allow list.
 	NativeDeny []string `yaml:"nativeDeny"`
+	// NativeDenyRanges are NativeDeny parsed, by validation.
+	NativeDenyRanges []netip.Prefix `yaml:"-"`
 	// MaxConcurrent caps executions in flight; one more fails at once with
 	// QUEUE_OVERFLOW.
 	MaxConcurrent int `yaml:"maxConcurrent"`
@@ -356,6 +368,8 @@ type Route struct {
 	// compared (see OriginPattern). Empty allows requests without an
 	// Origin and same-host origins only.
 	AllowedOrigins []string `yaml:"allowedOrigins"`
+	// Origins are AllowedOrigins parsed, by validation.
+	Origins []OriginPattern `yaml:"-"`
 	// MaxMessageBytes bounds one WebSocket message. Default: the operator
 	// limit.
 	MaxMessageBytes int64 `yaml:"maxMessageBytes"`

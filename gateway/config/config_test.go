@@ -1,13 +1,17 @@
 package config
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/supolka/codemode-gateway/auth"
 )
 
 func noEnv(string) string { return "" }
@@ -210,7 +214,9 @@ func TestExampleCommentedKeysAreValid(t *testing.T) {
 }
 
 func TestBudgetWeightAndSlotsParse(t *testing.T) {
-	src := strings.Replace(good, "    backend: local\n", `    backend: local
+	const key = "a-key-for-this-test-0123456789"
+	hash, _ := auth.HashAPIKey(key)
+	src := strings.Replace(strings.Replace(good, "sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb", hash, 1), "    backend: local\n", `    backend: local
     policy:
       cpuSlots: 1
       budget: {window: 1h, executions: 10000, runClock: 10m}
@@ -267,7 +273,9 @@ func TestPolicyAndLocalKeyProblems(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			src := strings.Replace(good, "    backend: local\n", "    backend: "+c.tenantOn+"\n    policy: {"+c.policy+"}\n", 1)
+			const key = "a-key-for-this-test-0123456789"
+			hash, _ := auth.HashAPIKey(key)
+			src := strings.Replace(strings.Replace(good, "sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb", hash, 1), "    backend: local\n", "    backend: "+c.tenantOn+"\n    policy: {"+c.policy+"}\n", 1)
 			src = strings.Replace(src, "tenants:\n", c.backend+"tenants:\n", 1)
 			got := problems(t, src, 2)
 			if len(got) != 1 || got[0] != c.want {
@@ -339,5 +347,38 @@ func TestConnectionsDefaults(t *testing.T) {
 	cfg.Connections.DescriptorReserve = 40
 	if got := cfg.DescriptorReserve(2); got != 40 {
 		t.Fatalf("a set reserve reads %d", got)
+	}
+}
+
+// Validation hands the gateway what it parsed, so that nothing is parsed
+// twice: the tenants' deny ranges, the routes' origin patterns, and the
+// authenticator of the keys.
+func TestValidationKeepsWhatItParsed(t *testing.T) {
+	const key = "a-key-for-this-test-0123456789"
+	hash, _ := auth.HashAPIKey(key)
+	src := strings.Replace(strings.Replace(good, "sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb", hash, 1), "    backend: local\n", "    backend: local\n    policy: {nativeDeny: [10.20.0.0/16, \"fd00::/8\"]}\n", 1) +
+		"    allowedOrigins: [\"https://*.example.com\", \"[::1]:8000\"]\n"
+	cfg, err := Parse("c.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(cfg.Tenants[0].Policy.NativeDenyRanges), "[10.20.0.0/16 fd00::/8]"; got != want {
+		t.Errorf("nativeDeny parsed as %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(cfg.Routes[0].Origins), `[{https *.example.com} { \[::1\]:8000}]`; got != want {
+		t.Errorf("allowedOrigins parsed as %s, want %s", got, want)
+	}
+	if id, err := cfg.Authenticator.Authenticate(context.Background(), key); err != nil || id.Tenant != "demo" || id.Credential != "k" {
+		t.Errorf("the built authenticator answered %+v, %v", id, err)
+	}
+}
+
+// Two hashes that differ only in the case of their hex digits are the same
+// key, refused at its line rather than when the gateway starts.
+func TestAKeyHashInOtherCaseIsTheSameKey(t *testing.T) {
+	upper := strings.Replace(good, "routes:", "  - name: again\n    backend: local\n    keys: [{name: k2, hash: \"sha256:46E64BB8073F1820BFD1418553E3694E3967B060F73B1A6AA8FBACE39A7D54FB\"}]\nroutes:", 1)
+	_, err := Parse("c.yaml", []byte(upper), noEnv)
+	if want := "c.yaml:13: tenants[1].keys[0].hash: the same key is already configured as demo/k; every key must be distinct"; err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
 	}
 }

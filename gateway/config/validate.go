@@ -105,12 +105,14 @@ func (v *validator) validate(c *Config) {
 		v.backend(path, b)
 	}
 
+	var jwt *auth.JWTVerifier
 	if c.JWT != nil {
-		v.jwt(c, c.JWT)
+		jwt = v.jwt(c, c.JWT)
 	}
 
 	tenants := map[string]bool{}
-	hashes := map[string]string{}
+	hashes := map[auth.KeyHash]string{}
+	var keys []auth.APIKey
 	if len(c.Tenants) == 0 {
 		v.add("tenants", "declare at least one tenant")
 	}
@@ -139,15 +141,17 @@ func (v *validator) validate(c *Config) {
 				v.add(kp+".name", "tenant %q already has a key named %q", t.Name, k.Name)
 			}
 			keyNames[k.Name] = true
-			if _, err := auth.NewAPIKeys([]auth.APIKey{{Name: "k", Tenant: "t", Hash: k.Hash}}); err != nil {
+			h, err := auth.ParseKeyHash(k.Hash)
+			if err != nil {
 				v.add(kp+".hash", "must be \"sha256:\" followed by 64 hex digits; make one with `gateway hash-key`")
-			} else if other, dup := hashes[k.Hash]; dup {
+			} else if other, dup := hashes[h]; dup {
 				v.add(kp+".hash", "the same key is already configured as %s; every key must be distinct", other)
 			} else {
-				hashes[k.Hash] = fmt.Sprintf("%s/%s", t.Name, k.Name)
+				hashes[h] = fmt.Sprintf("%s/%s", t.Name, k.Name)
+				keys = append(keys, auth.APIKey{Name: k.Name, Tenant: t.Name, Hash: h})
 			}
 		}
-		v.policy(path+".policy", t.Policy, c.Limits)
+		v.policy(path+".policy", &t.Policy, c.Limits)
 		b := backends[t.Backend]
 		if m := t.Policy.MemoryMB; m != 0 {
 			switch {
@@ -167,6 +171,7 @@ func (v *validator) validate(c *Config) {
 		}
 	}
 	v.capacity(c)
+	c.Authenticator = authenticator(keys, jwt)
 
 	if len(c.Routes) == 0 {
 		v.add("routes", "declare at least one route, e.g. {path: /v1/executor, kind: executor}")
@@ -316,25 +321,41 @@ func (v *validator) backend(path string, b *Backend) {
 	}
 }
 
-func (v *validator) jwt(c *Config, j *JWT) {
+// authenticator checks the keys and JWTs validation built. A key that
+// NewAPIKeys would refuse (no name, no tenant, a hash twice) is a problem
+// reported above, and a file with problems serves nothing: nil.
+func authenticator(keys []auth.APIKey, jwt *auth.JWTVerifier) auth.Authenticator {
+	ak, err := auth.NewAPIKeys(keys)
+	if err != nil {
+		return nil
+	}
+	if jwt == nil {
+		return auth.Chain{ak}
+	}
+	return auth.Chain{ak, jwt}
+}
+
+func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
 	cfg := auth.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, TenantClaim: j.TenantClaim, PublicKeysPEM: j.PublicKeys, Leeway: j.Leeway.Std()}
 	if j.HMACSecretEnv != "" {
 		secret := v.getenv(j.HMACSecretEnv)
 		if secret == "" {
 			v.add("jwt.hmacSecretEnv", "environment variable %s is not set; it must hold the HS256 secret", j.HMACSecretEnv)
-			return
+			return nil
 		}
 		cfg.HMACSecret = []byte(secret)
 	}
 	if j.JWKSFile != "" {
 		cfg.JWKSFile = c.Resolve(j.JWKSFile)
 	}
-	if _, err := auth.NewJWTVerifier(cfg); err != nil {
+	verifier, err := auth.NewJWTVerifier(cfg)
+	if err != nil {
 		v.add("jwt", "%s", strings.TrimPrefix(err.Error(), "auth: "))
 	}
+	return verifier
 }
 
-func (v *validator) policy(path string, p Policy, l Limits) {
+func (v *validator) policy(path string, p *Policy, l Limits) {
 	if p.TimeoutMs < 0 || p.TimeoutMs > l.TimeoutMs {
 		v.add(path+".timeoutMs", "%d is outside the operator limit: use 1 to %d (limits.timeoutMs)", p.TimeoutMs, l.TimeoutMs)
 	}
@@ -351,8 +372,10 @@ func (v *validator) policy(path string, p Policy, l Limits) {
 		}
 	}
 	for j, c := range p.NativeDeny {
-		if _, err := netip.ParsePrefix(c); err != nil {
+		if r, err := netip.ParsePrefix(c); err != nil {
 			v.add(fmt.Sprintf("%s.nativeDeny[%d]", path, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
+		} else {
+			p.NativeDenyRanges = append(p.NativeDenyRanges, r)
 		}
 	}
 	if math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0) {
@@ -424,8 +447,10 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 		}
 	}
 	for j, o := range r.AllowedOrigins {
-		if _, err := ParseOrigin(o); err != nil {
+		if p, err := ParseOrigin(o); err != nil {
 			v.add(fmt.Sprintf("%s.allowedOrigins[%d]", path, j), "%v", err)
+		} else {
+			r.Origins = append(r.Origins, p)
 		}
 	}
 	for j, t := range r.Tenants {
@@ -446,9 +471,12 @@ func (v *validator) tls(path string, c *Config, t *TLS) {
 		v.add(path, "needs both certFile and keyFile")
 		return
 	}
-	if _, err := tls.LoadX509KeyPair(c.Resolve(t.CertFile), c.Resolve(t.KeyFile)); err != nil {
+	cert, err := tls.LoadX509KeyPair(c.Resolve(t.CertFile), c.Resolve(t.KeyFile))
+	if err != nil {
 		v.add(path, "cannot load the certificate and key: %v", err)
+		return
 	}
+	t.Certificate = &cert
 }
 
 // Resolve makes a path from the file relative to the file's directory.
