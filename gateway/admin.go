@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -32,34 +34,50 @@ type AdminEndpoints struct {
 // NewAdminHandler serves the operator's endpoints, for a listener of their
 // own: /metrics (Prometheus), /healthz (the process is up), /readyz (it
 // can serve) and, where there is a configuration to re-read, POST /reload,
-// all behind AdminGuard.
+// all behind AdminGuard. A GET route answers HEAD too, and a route asked
+// with another method answers 405 naming the ones it takes.
 func NewAdminHandler(a AdminEndpoints) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	token := a.Token
+	if token == nil {
+		token = func() string { return "" }
+	}
+	r := chi.NewRouter()
+	r.Use(AdminGuard(token), middleware.GetHead)
+	allow := map[string]string{}
+	handle := func(method, path string, h http.Handler) {
+		r.Method(method, path, h)
+		allow[path] = map[string]string{http.MethodGet: "GET, HEAD", http.MethodPost: "POST"}[method]
+	}
+	handle(http.MethodGet, "/metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
+	handle(http.MethodGet, "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
-	})
+	}))
 	if a.Reload != nil {
-		mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
+		handle(http.MethodPost, "/reload", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			if err := a.Reload(); err != nil {
 				http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 				return
 			}
 			fmt.Fprintln(w, "reloaded")
-		})
+		}))
 	}
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	handle(http.MethodGet, "/readyz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if reason := a.NotReady(); reason != "" {
 			http.Error(w, reason, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
+	}))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		methods, ok := allow[req.URL.Path]
+		if !ok {
+			http.NotFound(w, req) // a method chi does not know, on no route
+			return
+		}
+		w.Header().Set("Allow", methods)
+		http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
 	})
-	token := a.Token
-	if token == nil {
-		token = func() string { return "" }
-	}
-	return AdminGuard(token)(mux)
+	return r
 }
 
 // AdminHandler serves the gateway's operator endpoints (NewAdminHandler):

@@ -12,26 +12,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 
-	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway/config"
-	"github.com/supolka/codemode-gateway/gateway/connlimit"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
-	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
 
 // Options are the parts of a gateway that are not configuration.
@@ -171,10 +164,7 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 			return nil, fmt.Errorf("tenant %s: backend %s is not running; backends change only on a restart", tc.Name, tc.Backend)
 		}
 	}
-	var err error
-	if st.router, err = g.routes(st); err != nil {
-		return nil, err
-	}
+	st.router = g.routes(st)
 	// Only now, with nothing left to fail, touch the live tenants. The
 	// router reads st.tenants when a request arrives, after this.
 	g.mu.Lock()
@@ -281,238 +271,6 @@ func (g *Gateway) Close() error {
 	}
 	errs = append(errs, g.stopTracing())
 	return errors.Join(errs...)
-}
-
-// pathRoutes are the routes of one path, told apart by subprotocol.
-type pathRoutes struct {
-	byProto map[string]*route
-	deflt   *route // the route with no subprotocols, if any
-	offers  []string
-}
-
-type route struct {
-	cfg      config.Route
-	tenants  map[string]bool // nil: every tenant
-	upstream *httputil.ReverseProxy
-}
-
-func (g *Gateway) routes(st *state) (chi.Router, error) {
-	r := chi.NewRouter()
-	byPath := map[string]*pathRoutes{}
-	var order []string
-	for _, rc := range st.cfg.Routes {
-		pr := byPath[rc.Path]
-		if pr == nil {
-			pr = &pathRoutes{byProto: map[string]*route{}}
-			byPath[rc.Path] = pr
-			order = append(order, rc.Path)
-		}
-		rt := &route{cfg: rc}
-		if len(rc.Tenants) > 0 {
-			rt.tenants = map[string]bool{}
-			for _, t := range rc.Tenants {
-				rt.tenants[t] = true
-			}
-		}
-		if rc.Kind == "proxy" {
-			up, err := url.Parse(rc.Upstream)
-			if err != nil {
-				return nil, fmt.Errorf("route %s: upstream: %w", rc.Path, err)
-			}
-			rt.upstream = newProxy(up)
-		}
-		if len(rc.Subprotocols) == 0 {
-			pr.deflt = rt
-		}
-		for _, p := range rc.Subprotocols {
-			pr.byProto[p] = rt
-			pr.offers = append(pr.offers, p)
-		}
-	}
-	for _, p := range order {
-		pr := byPath[p]
-		r.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { g.serve(w, req, st, pr) }))
-	}
-	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Connection", "close")
-		http.Error(w, "no route serves this path", http.StatusNotFound)
-	})
-	return r, nil
-}
-
-// pick chooses the route for a request: the first subprotocol the client
-// offers that a route of the path answers, else the path's default route
-// when the client offers none. Credential entries never count.
-func (pr *pathRoutes) pick(req *http.Request) (*route, string, error) {
-	var offered []string
-	for _, p := range auth.OfferedSubprotocols(req) {
-		if !auth.IsCredentialSubprotocol(p) {
-			offered = append(offered, p)
-		}
-	}
-	for _, p := range offered {
-		if rt := pr.byProto[p]; rt != nil {
-			return rt, p, nil
-		}
-	}
-	// A proxy route leaves subprotocols to its upstream; an executor route
-	// without any serves only clients that offer none, since it would
-	// answer with none.
-	if pr.deflt != nil && (len(offered) == 0 || req.Header.Get("Upgrade") == "" || pr.deflt.cfg.Kind == "proxy") {
-		return pr.deflt, "", nil
-	}
-	if len(pr.offers) == 0 {
-		return nil, "", fmt.Errorf("this path serves WebSocket upgrades that offer no subprotocol; the request offered %s", strings.Join(offered, ", "))
-	}
-	return nil, "", fmt.Errorf("no route on this path answers the offered subprotocols (%s); offer one of: %s", strings.Join(offered, ", "), strings.Join(pr.offers, ", "))
-}
-
-func (g *Gateway) serve(w http.ResponseWriter, req *http.Request, st *state, pr *pathRoutes) {
-	start := time.Now()
-	// A refused request's connection closes after the answer: a client
-	// without a credential holds no idle connection.
-	w.Header().Set("Connection", "close")
-	rt, proto, err := pr.pick(req)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	cred, err := auth.FromRequest(req)
-	var id auth.Identity
-	if err == nil {
-		id, err = st.cfg.Authenticator.Authenticate(req.Context(), cred.Token)
-	}
-	if err != nil {
-		g.metrics.authFailures.WithLabelValues("unauthenticated").Inc()
-		g.log.Info("authentication failed", "path", req.URL.Path, "remote", req.RemoteAddr, "reason", authReason(err))
-		w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-gateway"`)
-		http.Error(w, "a valid bearer credential is required: Authorization: Bearer <key>, or a WebSocket subprotocol entry "+auth.SubprotocolPrefix+"<key>", http.StatusUnauthorized)
-		return
-	}
-	t := st.tenants[id.Tenant]
-	if t == nil || (rt.tenants != nil && !rt.tenants[id.Tenant]) {
-		g.metrics.authFailures.WithLabelValues("forbidden").Inc()
-		g.log.Info("tenant refused on route", "path", req.URL.Path, "tenant", id.Tenant)
-		http.Error(w, fmt.Sprintf("tenant %q may not use this route", id.Tenant), http.StatusForbidden)
-		return
-	}
-	if !originAllowed(req, rt.cfg.Origins) {
-		g.metrics.authFailures.WithLabelValues("forbidden").Inc()
-		g.log.Info("origin refused on route", "route", rt.cfg.Path, "kind", rt.cfg.Kind, "subprotocol", proto, "path", req.URL.Path, "origin", req.Header.Get("Origin"), "tenant", id.Tenant)
-		http.Error(w, "this origin may not use this route", http.StatusForbidden)
-		return
-	}
-	maxConns := t.settings.Load().policy.MaxConnections
-	if n := t.connections.Add(1); n > int64(maxConns) {
-		t.connections.Add(-1)
-		g.metrics.authFailures.WithLabelValues("too_many_connections").Inc()
-		refuseConnection(w, t, maxConns)
-		return
-	}
-	defer t.connections.Add(-1)
-	w.Header().Del("Connection")
-	connlimit.Authenticated(req.Context())
-	conns := g.metrics.connections.WithLabelValues(id.Tenant, rt.cfg.Kind)
-	conns.Inc()
-	defer conns.Dec()
-	connID := requestID()
-	log := t.log.With("connection", connID, "path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
-
-	switch rt.cfg.Kind {
-	case "executor":
-		opts := &websocket.AcceptOptions{InsecureSkipVerify: true} // origins were checked above
-		if proto != "" {
-			opts.Subprotocols = []string{proto}
-		}
-		base, span := g.tracing.StartConnection(withConnectionID(g.base, connID), req.Header,
-			telemetry.Tenant.String(id.Tenant), telemetry.URLPath.String(req.URL.Path), telemetry.Subprotocol.String(proto))
-		defer span.End()
-		sess, err := capnweb.Accept(w, req, t.api.Target(), executorapi.SessionOptions(capnweb.Options{
-			MaxMessageSize: rt.cfg.MaxMessageBytes,
-			MaxExports:     st.cfg.Limits.MaxCallsPerConnection,
-			Memory:         g.wire,
-			BaseContext:    base,
-			Accept:         opts,
-		}))
-		if err != nil {
-			log.Info("upgrade failed", "error", err)
-			return
-		}
-		if !g.track(sess) {
-			sess.CloseWith(1001, GoingAwayReason)
-		}
-		<-sess.Done()
-		g.untrack(sess)
-		log.Info("connection closed", "durationMs", millis(time.Since(start)), "reason", sess.Err())
-	case "proxy":
-		req.Header.Set(tenantHeader, id.Tenant)
-		rt.upstream.ServeHTTP(w, req)
-		log.Info("proxied", "durationMs", millis(time.Since(start)))
-	}
-}
-
-// tenantHeader tells a proxied upstream which tenant the gateway
-// authenticated; the caller's own credential is never forwarded.
-const tenantHeader = "X-Codemode-Tenant"
-
-func newProxy(up *url.URL) *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(up)
-			pr.SetXForwarded()
-			pr.Out.Header.Del("Authorization")
-			pr.Out.Header.Set(tenantHeader, pr.In.Header.Get(tenantHeader))
-			var kept []string
-			for _, p := range auth.OfferedSubprotocols(pr.In) {
-				if !auth.IsCredentialSubprotocol(p) {
-					kept = append(kept, p)
-				}
-			}
-			pr.Out.Header.Del("Sec-WebSocket-Protocol")
-			if len(kept) > 0 {
-				pr.Out.Header.Set("Sec-WebSocket-Protocol", strings.Join(kept, ", "))
-			}
-		},
-	}
-}
-
-// originAllowed: a request without an Origin (not a browser) and a
-// same-origin one pass; any other origin must match a pattern. Same origin
-// means the same host and the same scheme: a page served over plain HTTP
-// on the gateway's host is not the origin of its TLS listener. Behind a
-// load balancer that terminates TLS the scheme is its X-Forwarded-Proto,
-// a header no page can set on a WebSocket handshake.
-func originAllowed(req *http.Request, patterns []config.OriginPattern) bool {
-	o := req.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	scheme := "http"
-	if req.TLS != nil {
-		scheme = "https"
-	} else if p := strings.ToLower(strings.TrimSpace(strings.Split(req.Header.Get("X-Forwarded-Proto"), ",")[0])); p == "https" {
-		scheme = p
-	}
-	if strings.EqualFold(u.Host, req.Host) && strings.EqualFold(u.Scheme, scheme) {
-		return true
-	}
-	return slices.ContainsFunc(patterns, func(p config.OriginPattern) bool { return p.Matches(u.Scheme, u.Host) })
-}
-
-// authReason is safe to log: it never holds the credential.
-func authReason(err error) string {
-	switch {
-	case errors.Is(err, auth.ErrNoCredential):
-		return "no credential"
-	case errors.Is(err, auth.ErrUnrecognized):
-		return "unrecognized credential"
-	default:
-		return strings.ReplaceAll(err.Error(), "\n", ": ")
-	}
 }
 
 // ReloadFile re-reads the configuration file the gateway was started from

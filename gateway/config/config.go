@@ -11,6 +11,7 @@ package config
 import (
 	"crypto/tls"
 	"net/netip"
+	"net/url"
 	"time"
 
 	"github.com/supolka/codemode-gateway/auth"
@@ -375,6 +376,8 @@ type Route struct {
 	MaxMessageBytes int64 `yaml:"maxMessageBytes"`
 	// Upstream is the proxy target URL (proxy routes only).
 	Upstream string `yaml:"upstream"`
+	// UpstreamURL is Upstream parsed, by validation.
+	UpstreamURL *url.URL `yaml:"-"`
 }
 
 // Pins bounds the table that pins granted executionIds to backends.

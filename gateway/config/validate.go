@@ -432,6 +432,8 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 		u, err := url.Parse(r.Upstream)
 		if r.Upstream == "" || err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			v.add(path+".upstream", "a proxy route needs an http:// or https:// upstream URL (WebSocket upgrades are proxied over it too)")
+		} else {
+			r.UpstreamURL = u
 		}
 	case "":
 		v.add(path+".kind", "is required: executor or proxy")
