@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -118,116 +117,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	shutdown(logger, 5*time.Second, srv, adminSrv)
 	return 0
-}
-
-// reload runs `gateway reload`: it asks a running gateway, through its
-// admin listener, to re-read its configuration file (as SIGHUP does). The
-// listener is --admin, else admin.listen of --config.
-func reload(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gateway reload", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "config.yaml", "the configuration file of the gateway to reload: its admin.listen is the address")
-	admin := fs.String("admin", "", "the gateway's admin listener, host:port or a URL; overrides the configuration's")
-	tokenEnv := fs.String("token-env", "", "the environment variable holding the admin listener's bearer token (the gateway's admin.tokenEnv)")
-	caFile := fs.String("ca", "", "a PEM file of certificates to trust for an https admin listener, beside the system's (a self-signed admin.tls certificate, say)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	client, err := reloadClient(*caFile)
-	if err != nil {
-		fmt.Fprintln(stderr, "gateway reload:", err)
-		return 2
-	}
-	target, err := reloadURL(*admin, *cfgPath)
-	if err != nil {
-		fmt.Fprintln(stderr, "gateway reload:", err)
-		return 2
-	}
-	// No body and no content type: the admin listener refuses the body
-	// types a browser's form could send.
-	req, err := http.NewRequest(http.MethodPost, target, nil)
-	if err != nil {
-		fmt.Fprintln(stderr, "gateway reload:", err)
-		return 2
-	}
-	if *tokenEnv != "" {
-		token := os.Getenv(*tokenEnv)
-		if token == "" {
-			fmt.Fprintf(stderr, "gateway reload: environment variable %s is not set\n", *tokenEnv)
-			return 2
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		fmt.Fprintln(stderr, "gateway reload:", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "gateway reload: refused; the running configuration stays:\n%s", body)
-		return 1
-	}
-	fmt.Fprint(stdout, string(body))
-	return 0
-}
-
-// reloadClient is the HTTP client `gateway reload` posts with: the
-// system's roots, and those of caFile when one is named.
-func reloadClient(caFile string) (*http.Client, error) {
-	if caFile == "" {
-		return http.DefaultClient, nil
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("--ca: %w", err)
-	}
-	roots, err := x509.SystemCertPool()
-	if err != nil {
-		roots = x509.NewCertPool()
-	}
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--ca: %s holds no PEM certificate", caFile)
-	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: t, Timeout: time.Minute}, nil
-}
-
-// reloadURL is where `gateway reload` posts: the admin address given, or
-// the one the configuration file names. An address without a scheme is
-// http (https when the file gives the admin listener TLS); a wildcard
-// host is reached on loopback.
-func reloadURL(admin, cfgPath string) (string, error) {
-	scheme := "http"
-	if admin == "" {
-		a, err := config.ReadAdmin(cfgPath)
-		if err != nil {
-			return "", err
-		}
-		if a.Listen == "" {
-			return "", fmt.Errorf("%s sets no admin.listen, so its gateway has no admin listener to ask (unless started with --admin-listen: give that address as --admin); send it SIGHUP instead", cfgPath)
-		}
-		admin = a.Listen
-		if a.TLS != nil {
-			scheme = "https"
-		}
-	}
-	if !strings.Contains(admin, "://") {
-		host, port, err := net.SplitHostPort(admin)
-		if err != nil {
-			return "", fmt.Errorf("admin address %q is neither host:port nor a URL", admin)
-		}
-		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-			host = "127.0.0.1"
-			if ip != nil && ip.To4() == nil {
-				host = "::1"
-			}
-		}
-		admin = scheme + "://" + net.JoinHostPort(host, port)
-	}
-	return strings.TrimRight(admin, "/") + "/reload", nil
 }
 
 // serveAdmin serves an admin handler on addr, in the background, and
@@ -401,17 +290,8 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 
 	var keys *auth.APIKeys
 	if len(hashes) > 0 {
-		list := make([]auth.APIKey, len(hashes))
-		for i, h := range hashes {
-			list[i] = auth.APIKey{Name: fmt.Sprintf("key-%d", i+1), Tenant: "executor-server"}
-			var err error
-			if list[i].Hash, err = auth.ParseKeyHash(h); err != nil {
-				fmt.Fprintf(stderr, "gateway serve: auth: API key %q: %v\n", list[i].Name, err)
-				return 2
-			}
-		}
 		var err error
-		if keys, err = auth.NewAPIKeys(list); err != nil {
+		if keys, err = executorKeys(hashes); err != nil {
 			fmt.Fprintln(stderr, "gateway serve:", err)
 			return 2
 		}
@@ -479,6 +359,19 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	logger.Info("stopping: open requests get up to ten seconds")
 	shutdown(logger, 10*time.Second, srv, adminSrv)
 	return 0
+}
+
+// executorKeys are the keys of the --key-hash flags.
+func executorKeys(hashes []string) (*auth.APIKeys, error) {
+	list := make([]auth.APIKey, len(hashes))
+	for i, h := range hashes {
+		list[i] = auth.APIKey{Name: fmt.Sprintf("key-%d", i+1), Tenant: "executor-server"}
+		var err error
+		if list[i].Hash, err = auth.ParseKeyHash(h); err != nil {
+			return nil, fmt.Errorf("auth: API key %q: %w", list[i].Name, err)
+		}
+	}
+	return auth.NewAPIKeys(list)
 }
 
 // requireKey answers 401 before any upgrade unless the request carries one
