@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -46,7 +44,7 @@ routes: [{path: /v1/executor, kind: executor}]
 	if err := os.Remove(jwksPath); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	gw, err := gateway.New(cfg, gateway.Options{})
 	if err != nil {
 		t.Fatalf("the gateway read the JWKS file again: %v", err)
 	}
