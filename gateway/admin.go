@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -122,23 +121,11 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	err := g.executionsEnd(ctx)
 	if err != nil {
 		g.log.Warn("drain timeout: executions still in flight", "count", g.executionsInFlight())
-	} else {
-		select {
-		case <-time.After(resultGrace):
-		case <-ctx.Done():
-		}
 	}
 	closed := g.handles.pins.closeAll()
 	g.log.Info("drained", "handles_closed", closed)
 	return err
 }
-
-// resultGrace is how long a drain waits after the last execution ended,
-// before the sessions close: a tenant's count falls as its execution
-// returns, before the session has written the result to its client, and
-// nothing below the tenant says when that is done. (The ticker this
-// replaced gave the same room by chance, up to 50 ms.)
-const resultGrace = 50 * time.Millisecond
 
 // executionsEnd returns once no tenant has an execution in flight, woken
 // by each tenant's last one ending, or with ctx's error.

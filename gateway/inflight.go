@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // inFlightCount counts the executions a tenant or a member runs, and tells a
@@ -59,5 +61,14 @@ func waitClosed(ctx context.Context, ch <-chan struct{}) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// whenAnswered runs release once the capnweb call ctx serves has its answer
+// queued for the client (capnweb.AfterAnswer), or at once outside a served
+// call (a Go caller of the tenant).
+func whenAnswered(ctx context.Context, release func()) {
+	if !capnweb.AfterAnswer(ctx, release) {
+		release()
 	}
 }

@@ -143,7 +143,10 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 		t.refuse(*ref)
 		return nil, protocol.NewTenantLimitError(t.name, ref.limit, ref.retryAfter)
 	}
-	defer release()
+	// Counted out once the answer is queued for the client, not when the
+	// backend returns: a drain that closes the sessions at zero then still
+	// delivers every result.
+	defer whenAnswered(ctx, release)
 	t.m.inFlight.WithLabelValues(t.name).Inc()
 	defer t.m.inFlight.WithLabelValues(t.name).Dec()
 

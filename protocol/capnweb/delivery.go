@@ -3,6 +3,7 @@ package capnweb
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // Delivery: calls queued on an export, run one at a time in arrival order,
@@ -95,6 +96,7 @@ func (s *Session) runDelivery(ex *export, d *delivery) bool {
 func (s *Session) perform(ctx context.Context, target any, d *delivery, args []any, t *turn) {
 	var v any
 	var err error
+	var answered answerHooks
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, &Error{Name: "Error", Message: fmt.Sprintf("internal error: handler panicked: %v", r)}
@@ -102,6 +104,7 @@ func (s *Session) perform(ctx context.Context, target any, d *delivery, args []a
 		// Settled before the queue moves on (runDelivery returns), so
 		// that the next call on this target already sees this result.
 		d.result.settle(v, err)
+		answered.run()
 	}()
 	if !d.call {
 		v, err = walkPath(ctx, target, d.path)
@@ -110,7 +113,55 @@ func (s *Session) perform(ctx context.Context, target any, d *delivery, args []a
 	if t != nil {
 		ctx = context.WithValue(ctx, turnKey{}, t)
 	}
+	ctx = context.WithValue(ctx, answerKey{}, &answered)
 	v, err = callAt(ctx, target, d.path, args)
+}
+
+// AfterAnswer runs fn once the served call ctx belongs to has been
+// answered: its result settled and, when the peer asked for it, queued for
+// writing, so that a session closed afterwards still delivers it (Close
+// writes what is queued). It runs nothing and returns false when ctx is not
+// a served call's. A server that counts its calls in flight, to close its
+// sessions once none is, counts a call out here rather than when its
+// handler returns.
+func AfterAnswer(ctx context.Context, fn func()) bool {
+	h, ok := ctx.Value(answerKey{}).(*answerHooks)
+	if ok {
+		h.add(fn)
+	}
+	return ok
+}
+
+type answerKey struct{}
+
+// answerHooks are the functions a served call asked to run once it is
+// answered; one added later runs at once.
+type answerHooks struct {
+	mu   sync.Mutex
+	done bool
+	fns  []func()
+}
+
+func (h *answerHooks) add(fn func()) {
+	h.mu.Lock()
+	if h.done {
+		h.mu.Unlock()
+		fn()
+		return
+	}
+	h.fns = append(h.fns, fn)
+	h.mu.Unlock()
+}
+
+func (h *answerHooks) run() {
+	h.mu.Lock()
+	h.done = true
+	fns := h.fns
+	h.fns = nil
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }
 
 func needsRemote(v any) bool {

@@ -209,3 +209,44 @@ func TestMaxExports(t *testing.T) {
 		t.Fatalf("last frame = %s", last)
 	}
 }
+
+// A function given to AfterAnswer runs once the call's answer is queued:
+// one that closes the session there still lets the answer reach the peer,
+// as a server that closes its sessions once no call is in flight needs.
+func TestAfterAnswerRunsOnceTheAnswerIsQueued(t *testing.T) {
+	if AfterAnswer(context.Background(), func() { t.Error("ran outside a served call") }) {
+		t.Fatal("AfterAnswer outside a served call reported true")
+	}
+	var server *Session
+	started, release, ran := make(chan struct{}), make(chan struct{}), make(chan bool, 1)
+	main := Methods{
+		"answer": func(ctx context.Context, args []any) (any, error) {
+			Detach(ctx) // so that release, sent after this call's pull, can run
+			close(started)
+			<-release
+			ran <- AfterAnswer(ctx, func() { server.Close() })
+			return "kept", nil
+		},
+		"release": func(ctx context.Context, args []any) (any, error) {
+			close(release)
+			return nil, nil
+		},
+	}
+	server, client := pair(t, main, nil)
+	answer := client.Main().Invoke("answer")
+	answer.Pull() // the peer asks for the answer before it is ready, as a waiting caller does
+	<-started
+	client.Main().Invoke("release") // its own answer may be cut off by the close
+	v, err := answer.Await(context.Background())
+	if err != nil || v != "kept" {
+		t.Fatalf("the answer before the session closed: %v, %v", v, err)
+	}
+	if !<-ran {
+		t.Fatal("AfterAnswer inside a served call reported false")
+	}
+	select {
+	case <-server.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the function given to AfterAnswer did not run")
+	}
+}
