@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"net/netip"
 	"runtime"
 	"slices"
 	"sync"
@@ -198,22 +197,17 @@ func (g *group) current() []*member {
 	return g.members
 }
 
-// nativeOptions are the local backend's native fetch settings; the config
-// was validated, so every range parses.
+// nativeOptions are the local backend's native fetch settings, with the
+// ranges validation parsed.
 func nativeOptions(l *config.LocalBackend) local.NativeOptions {
-	n := local.NativeOptions{
+	return local.NativeOptions{
 		Vetoed:           !l.NativeOutbound,
+		Deny:             l.Native.DenyRanges,
+		Allow:            l.Native.AllowRanges,
 		MaxResponseBytes: l.Native.MaxResponseBytes,
 		MaxRedirects:     l.Native.MaxRedirects,
 		RequestTimeout:   l.Native.RequestTimeout.Std(),
 	}
-	for _, c := range l.Native.Deny {
-		n.Deny = append(n.Deny, netip.MustParsePrefix(c))
-	}
-	for _, c := range l.Native.Allow {
-		n.Allow = append(n.Allow, netip.MustParsePrefix(c))
-	}
-	return n
 }
 
 // healthLoop pings every remote member each interval: an unhealthy member

@@ -219,6 +219,9 @@ type NativeFetch struct {
 	Deny []string `yaml:"deny"`
 	// Allow carves CIDR ranges out of the deny list (an internal API).
 	Allow []string `yaml:"allow"`
+	// DenyRanges and AllowRanges are Deny and Allow parsed, by validation.
+	DenyRanges  []netip.Prefix `yaml:"-"`
+	AllowRanges []netip.Prefix `yaml:"-"`
 	// MaxResponseBytes caps one response body. Default: 8 MiB.
 	MaxResponseBytes int64 `yaml:"maxResponseBytes"`
 	// MaxRedirects is how many redirects one request follows (each hop

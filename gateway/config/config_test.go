@@ -351,19 +351,23 @@ func TestConnectionsDefaults(t *testing.T) {
 }
 
 // Validation hands the gateway what it parsed, so that nothing is parsed
-// twice: the tenants' deny ranges, the routes' origin patterns, and the
-// authenticator of the keys.
+// twice: the tenants' and the local backend's ranges, the routes' origin
+// patterns, and the authenticator of the keys.
 func TestValidationKeepsWhatItParsed(t *testing.T) {
 	const key = "a-key-for-this-test-0123456789"
 	hash, _ := auth.HashAPIKey(key)
 	src := strings.Replace(strings.Replace(good, "sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb", hash, 1), "    backend: local\n", "    backend: local\n    policy: {nativeDeny: [10.20.0.0/16, \"fd00::/8\"]}\n", 1) +
 		"    allowedOrigins: [\"https://*.example.com\", \"[::1]:8000\"]\n"
+	src = strings.Replace(src, "    type: local\n", "    type: local\n    local: {native: {deny: [192.0.2.0/24], allow: [\"10.1.2.0/24\", \"fd00:1::/64\"]}}\n", 1)
 	cfg, err := Parse("c.yaml", []byte(src), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := fmt.Sprint(cfg.Tenants[0].Policy.NativeDenyRanges), "[10.20.0.0/16 fd00::/8]"; got != want {
 		t.Errorf("nativeDeny parsed as %s, want %s", got, want)
+	}
+	if n := cfg.Backends[0].Local.Native; fmt.Sprint(n.DenyRanges, n.AllowRanges) != "[192.0.2.0/24] [10.1.2.0/24 fd00:1::/64]" {
+		t.Errorf("local.native ranges parsed as %v and %v", n.DenyRanges, n.AllowRanges)
 	}
 	if got, want := fmt.Sprint(cfg.Routes[0].Origins), `[{https *.example.com} { \[::1\]:8000}]`; got != want {
 		t.Errorf("allowedOrigins parsed as %s, want %s", got, want)

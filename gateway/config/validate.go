@@ -51,6 +51,21 @@ var workerUserPattern = regexp.MustCompile(`^([a-z_][a-z0-9_.-]{0,31}|[0-9]{1,10
 // tokenPattern is an HTTP token, what a WebSocket subprotocol must be.
 var tokenPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
+// cidrs parses a list of CIDR ranges at path, each one that does not parse
+// a problem of its own.
+func (v *validator) cidrs(path string, cidrs []string) []netip.Prefix {
+	var out []netip.Prefix
+	for j, c := range cidrs {
+		r, err := netip.ParsePrefix(c)
+		if err != nil {
+			v.add(fmt.Sprintf("%s[%d]", path, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 func (v *validator) validate(c *Config) {
 	if c.Listen == "" {
 		v.add("listen", "is required: the address to listen on, e.g. 127.0.0.1:8080")
@@ -274,16 +289,8 @@ func (v *validator) backend(path string, b *Backend) {
 		if u := l.WorkerUser; u != "" && !workerUserPattern.MatchString(u) {
 			v.add(path+".local.workerUser", "%q is neither a user name nor uid:gid in numbers (e.g. 65534:65534)", u)
 		}
-		for _, list := range []struct {
-			key   string
-			cidrs []string
-		}{{"deny", l.Native.Deny}, {"allow", l.Native.Allow}} {
-			for j, c := range list.cidrs {
-				if _, err := netip.ParsePrefix(c); err != nil {
-					v.add(fmt.Sprintf("%s.local.native.%s[%d]", path, list.key, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
-				}
-			}
-		}
+		l.Native.DenyRanges = v.cidrs(path+".local.native.deny", l.Native.Deny)
+		l.Native.AllowRanges = v.cidrs(path+".local.native.allow", l.Native.Allow)
 		v.notNegative(path+".local.handlesIdleTimeout", int64(l.HandlesIdleTimeout))
 		if l.Native.MaxResponseBytes < 0 || l.Native.RequestTimeout < 0 {
 			v.add(path+".local.native", "maxResponseBytes and requestTimeout must not be negative")
@@ -371,13 +378,7 @@ func (v *validator) policy(path string, p *Policy, l Limits) {
 			v.add(path+"."+f.key, "%d is outside the operator limit: use 1 to %d (limits.%s)", f.n, f.limit, f.key)
 		}
 	}
-	for j, c := range p.NativeDeny {
-		if r, err := netip.ParsePrefix(c); err != nil {
-			v.add(fmt.Sprintf("%s.nativeDeny[%d]", path, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
-		} else {
-			p.NativeDenyRanges = append(p.NativeDenyRanges, r)
-		}
-	}
+	p.NativeDenyRanges = v.cidrs(path+".nativeDeny", p.NativeDeny)
 	if math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0) {
 		v.add(path+".rate", "must be a number of executions per second")
 	} else if p.Rate < 0 || p.Burst < 0 {
