@@ -9,6 +9,7 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
+	"github.com/supolka/codemode-gateway/backends/local/internal/queue"
 	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -98,10 +99,9 @@ type session struct {
 	// elsewhere counts the guest's own work running off the loop (a native
 	// request): while any is in flight the run clock runs, host calls or not.
 	elsewhere int
-	// hostCalls counts the calls with a goroutine at the host; the rest
-	// wait in queued, in the order they were made.
-	hostCalls int
-	queued    []func()
+	// hostCalls admits MaxConcurrentHostCalls tool calls to the host at
+	// once; the rest wait their turn, in the order they were made.
+	hostCalls queue.Bounded[func()]
 
 	modules   protocol.ModuleMap
 	declared  []string
@@ -142,6 +142,7 @@ func prepare() *session {
 		tasks:     make(chan func(), 16),
 		done:      make(chan struct{}),
 		instances: map[string]*goja.Object{},
+		hostCalls: queue.New[func()](MaxConcurrentHostCalls, protocol.MaxWaitingHostCalls),
 	}
 	s.console = protocol.NewConsoleCapture(0)
 	s.vm = goja.New()
