@@ -208,27 +208,16 @@ func (h *held) answer(m *message) bool {
 	return true
 }
 
-// ended records that the session ended in the worker (the watcher calls
-// it): released, ended by a bound with its text, or broken.
-func (h *held) ended(m *message) {
-	if m.Broken {
-		h.endErr = sandbox.InternalFault()
-	} else {
-		h.endText = m.Err
-	}
-	close(h.gone)
-}
-
-// died records that the worker died under the session: the bound it is
-// charged with, else the fault, which it returns.
-func (h *held) died(d deathNote) error {
-	if text, _ := d.bound(h.r); text != "" {
+// end records that the session is gone (the watcher calls it): with the
+// bound's text that ended it, else with the fault an invocation in flight
+// meets (nil when it was released).
+func (h *held) end(text string, fault error) {
+	if text != "" {
 		h.endText = text
 	} else {
-		h.endErr = d.fault()
+		h.endErr = fault
 	}
 	close(h.gone)
-	return h.endErr
 }
 
 // run is the holder: it sends invocations one at a time and ends the

@@ -241,8 +241,13 @@ func (w *worker) sessionEnded(r *run, h *held, m *message) {
 	w.forget(r)
 	r.heldCancel()
 	w.e.runGone(w, r, 0)
-	if h != nil {
-		h.ended(m)
+	if h == nil {
+		return
+	}
+	if m.Broken {
+		h.end("", sandbox.InternalFault())
+	} else {
+		h.end(m.Err, nil)
 	}
 }
 
