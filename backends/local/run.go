@@ -76,8 +76,6 @@ func (e *Executor) newRun(ctx context.Context, w *worker, req *protocol.ExecuteR
 	}
 	r.runCtx, r.runCancel = context.WithCancel(ctx)
 	r.heldCtx, r.heldCancel = context.WithCancel(context.WithoutCancel(ctx))
-	context.AfterFunc(r.runCtx, r.cancelWaiting)
-	context.AfterFunc(r.heldCtx, r.cancelWaiting)
 	return r
 }
 
@@ -125,11 +123,7 @@ func (r *run) hostCall(m *message, afterGrant bool) {
 	c := &hostCall{m: m, ctx: r.runCtx}
 	switch {
 	case afterGrant && m.Kind == kindDispatch:
-		c.ctx = r.heldCtx
-		go func() {
-			answerCompleted(c.ctx, r.w.p, m)
-			r.callDone()
-		}()
+		go r.answer(&hostCall{m: m, ctx: r.heldCtx}, answerCompleted)
 		return
 	case afterGrant:
 		c.ctx = r.heldCtx
@@ -141,16 +135,20 @@ func (r *run) hostCall(m *message, afterGrant bool) {
 	r.mu.Unlock()
 	switch {
 	case !ok:
-		go func() {
-			refuseHostCall(c.ctx, r.w.p, m)
-			r.callDone()
-		}()
+		go r.answer(c, refuseHostCall)
 	case start:
 		go r.serveHostCalls(c)
 	}
 }
 
-// serveHostCalls serves c, then each call that waited for its slot.
+// answer answers c without the host.
+func (r *run) answer(c *hostCall, answer func(context.Context, *process, *message)) {
+	answer(c.ctx, r.w.p, c.m)
+	r.callDone()
+}
+
+// serveHostCalls serves c, then each call that waited for its slot; one
+// whose context ended while it waited is answered as cancelled.
 func (r *run) serveHostCalls(c *hostCall) {
 	for ok := true; ok; {
 		if c.ctx.Err() != nil {
@@ -162,18 +160,6 @@ func (r *run) serveHostCalls(c *hostCall) {
 		r.mu.Lock()
 		c, ok = r.calls.Done()
 		r.mu.Unlock()
-	}
-}
-
-// cancelWaiting answers the calls waiting for a slot whose context ended,
-// without waiting for the calls at the host.
-func (r *run) cancelWaiting() {
-	r.mu.Lock()
-	gone := r.calls.Remove(func(c *hostCall) bool { return c.ctx.Err() != nil })
-	r.mu.Unlock()
-	for _, c := range gone {
-		r.answerCancelled(c.ctx, c.m)
-		r.callDone()
 	}
 }
 
