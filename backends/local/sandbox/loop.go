@@ -68,7 +68,7 @@ func (s *session) work(fn func()) {
 	if clock == nil && s.gate != nil {
 		clock = s.newClock(true)
 	}
-	if !s.enter(clock, 0) {
+	if !s.enter(clock) {
 		return
 	}
 	if clock != nil {

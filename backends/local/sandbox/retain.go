@@ -94,7 +94,7 @@ func isException(err error) bool {
 // retain hands the session to a goroutine of its own that serves
 // invocations; the run's clock is done.
 func (s *session) retain() *Retained {
-	s.clock.stop()
+	s.clock.disarm()
 	s.clock = nil
 	r := &Retained{
 		s:       s,

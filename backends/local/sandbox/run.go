@@ -219,7 +219,7 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 	stopCancel := context.AfterFunc(parent, func() { s.vm.Interrupt(interruptCancel{}) })
 	s.release = func() {
 		stopCancel()
-		clock.stop()
+		clock.disarm()
 		cancel()
 		close(s.done)
 	}
