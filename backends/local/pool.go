@@ -151,7 +151,7 @@ func (e *Executor) acquire(ctx context.Context, tenant string) (*worker, error) 
 // given meanwhile is given back.
 func (e *Executor) giveUp(wt *waiter, err error) error {
 	e.mu.Lock()
-	if len(wt.t.waiting.Remove(func(o *waiter) bool { return o == wt })) > 0 {
+	if wt.t.waiting.Remove(func(o *waiter) bool { return o == wt }) {
 		e.pool.queued--
 		e.mu.Unlock()
 		return err

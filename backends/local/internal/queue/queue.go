@@ -3,6 +3,8 @@
 // past its bound is refused.
 package queue
 
+import "slices"
+
 // Bounded lines items up in arrival order behind a number of slots: at
 // most slots of them are admitted at once (Add, Done), at most limit more
 // wait, and one past both is refused. With no slots it is a plain bounded
@@ -65,19 +67,12 @@ func (q *Bounded[T]) Pop() (v T, ok bool) {
 // Len is how many items wait.
 func (q *Bounded[T]) Len() int { return len(q.waiting) }
 
-// Remove takes out every waiting item match reports, keeping the others'
-// order, and returns them.
-func (q *Bounded[T]) Remove(match func(T) bool) []T {
-	var out []T
-	kept := q.waiting[:0]
-	for _, v := range q.waiting {
-		if match(v) {
-			out = append(out, v)
-		} else {
-			kept = append(kept, v)
-		}
+// Remove takes out the first waiting item match reports; false when none
+// does.
+func (q *Bounded[T]) Remove(match func(T) bool) bool {
+	i := slices.IndexFunc(q.waiting, match)
+	if i >= 0 {
+		q.waiting = slices.Delete(q.waiting, i, i+1)
 	}
-	clear(q.waiting[len(kept):])
-	q.waiting = kept
-	return out
+	return i >= 0
 }
