@@ -153,23 +153,30 @@ image-test: image
 
 # ---- TypeScript client (clients/typescript) and its examples ----------------
 # npm ci of the package (its adapters' upstream packages and playwright-core
-# are dev dependencies) and of examples/, which links the package. make test
+# are dev dependencies), of examples/, which links the package, and of
+# test/ai7 (ai 7 and the Node.js 22 it needs, from the npm registry). make test
 # runs client-test first, alone (clients/typescript/client_test.go, build tag
 # clienttest): tsc, tsc --noEmit of every example, and the package's node
-# --test files against the real gateway binary and headless Chromium. Its
-# vectors test (no tag) runs with the rest of the tree.
+# --test files against the real gateway binary and headless Chromium, then
+# the AI SDK adapter's on ai 7 under Node.js 22. Its vectors test (no tag)
+# runs with the rest of the tree.
 CLIENT   := clients/typescript
 EXAMPLES := examples
+AI7      := $(CLIENT)/test/ai7
 
 .PHONY: client-deps client-test
 
-client-deps: $(CLIENT)/node_modules/.package-lock.json $(EXAMPLES)/node_modules/.package-lock.json
+client-deps: $(CLIENT)/node_modules/.package-lock.json $(EXAMPLES)/node_modules/.package-lock.json $(AI7)/node_modules/.package-lock.json
 
 $(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package.json $(CLIENT)/package-lock.json
 	cd $(CLIENT) && npm ci --no-audit --no-fund
 
 $(EXAMPLES)/node_modules/.package-lock.json: $(EXAMPLES)/package.json $(EXAMPLES)/package-lock.json $(CLIENT)/node_modules/.package-lock.json
 	cd $(EXAMPLES) && npm ci --no-audit --no-fund
+
+# ai 7's engines say Node.js 22: npm ci under Node.js 20 warns, and installs.
+$(AI7)/node_modules/.package-lock.json: $(AI7)/package.json $(AI7)/package-lock.json
+	cd $(AI7) && npm ci --no-audit --no-fund
 
 # The client's tests alone (make test runs them too).
 client-test: client-deps

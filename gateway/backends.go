@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local"
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -29,8 +28,13 @@ type member struct {
 	name string
 	// label names it in logs: the group, and for a remote member its
 	// place in the group's list when it joined.
-	label    string
-	exec     protocol.Executor
+	label string
+	exec  protocol.PolicyExecutor
+	// health checks a remote member between executions; nil for the local
+	// pool, which is always healthy.
+	health healthChecker
+	// pool reports the local pool's counters; nil for a remote member.
+	pool     poolReporter
 	inFlight atomic.Int64
 	healthy  atomic.Bool
 	log      *slog.Logger
@@ -40,6 +44,18 @@ type member struct {
 	// config is a remote member's entry in the configuration, which a
 	// reload compares.
 	config config.RemoteMember
+}
+
+// healthChecker is a member whose health the gateway checks: a remote
+// executor server (remote.Executor).
+type healthChecker interface {
+	Ping(ctx context.Context) error
+}
+
+// poolReporter is a member with a worker pool whose counters the metrics
+// report: the local backend (local.Executor).
+type poolReporter interface {
+	Stats() local.Stats
 }
 
 // The texts a tenant reads when a remote member's connection failed: the
@@ -112,10 +128,12 @@ func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
 	if rm.KeyEnv != "" {
 		h.Set("Authorization", "Bearer "+r.getenv(rm.KeyEnv))
 	}
+	ex := remote.New(rm.URL, remote.Options{Header: h, DialTimeout: r.dialTimeout})
 	return &member{
 		name:   r.nameOf(rm.URL),
 		label:  fmt.Sprintf("%s/%d", r.group, index),
-		exec:   remote.New(rm.URL, remote.Options{Header: h, DialTimeout: r.dialTimeout}),
+		exec:   ex,
+		health: ex,
 		log:    r.log.With("backend", r.group, "member", index, "url", rm.URL),
 		remote: true,
 		config: rm,
@@ -148,7 +166,7 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares f
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, err)
 		}
-		m := &member{name: b.Name, label: b.Name, exec: ex, log: log.With("backend", b.Name)}
+		m := &member{name: b.Name, label: b.Name, exec: ex, pool: ex, log: log.With("backend", b.Name)}
 		m.healthy.Store(true)
 		g.members = []*member{m}
 		g.nativeOutbound = b.Local.NativeOutbound
@@ -178,8 +196,8 @@ func (g *group) current() []*member {
 
 // nativeOptions are the local backend's native fetch settings; the config
 // was validated, so every range parses.
-func nativeOptions(l *config.LocalBackend) webplatform.NativeOptions {
-	n := webplatform.NativeOptions{
+func nativeOptions(l *config.LocalBackend) local.NativeOptions {
+	n := local.NativeOptions{
 		Vetoed:           !l.NativeOutbound,
 		MaxResponseBytes: l.Native.MaxResponseBytes,
 		MaxRedirects:     l.Native.MaxRedirects,
@@ -213,8 +231,7 @@ func (g *group) healthLoop(ctx context.Context, every, timeout time.Duration) {
 func (g *group) checkHealth(ctx context.Context, timeout time.Duration) {
 	var wg sync.WaitGroup
 	for _, m := range g.current() {
-		r, ok := m.exec.(*remote.Executor)
-		if !ok {
+		if m.health == nil {
 			continue
 		}
 		wg.Add(1)
@@ -222,7 +239,7 @@ func (g *group) checkHealth(ctx context.Context, timeout time.Duration) {
 			defer wg.Done()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			err := r.Ping(pctx)
+			err := m.health.Ping(pctx)
 			was := m.healthy.Swap(err == nil)
 			switch {
 			case err != nil && was:
@@ -268,14 +285,14 @@ func (g *group) candidates() []*member {
 	return out
 }
 
-// execute runs req on the least loaded member. A run that could not start
-// there (the queue is full, or the server refused the connection) is tried
-// on the next; a run that started is never replayed.
-func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, *member, error) {
+// execute runs req under p on the least loaded member. A run that could
+// not start there (the queue is full, or the server refused the
+// connection) is tried on the next; a run that started is never replayed.
+func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, *member, error) {
 	var lastErr error
 	for _, m := range g.candidates() {
 		m.inFlight.Add(1)
-		res, err := m.exec.Execute(ctx, req)
+		res, err := m.exec.ExecuteWith(ctx, req, p)
 		m.inFlight.Add(-1)
 		err = m.forTenant(err)
 		switch protocol.CodeOf(err) {

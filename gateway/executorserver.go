@@ -41,18 +41,24 @@ func NewExecutorServer(exec *local.Executor, log *slog.Logger, version string) *
 			Help: "Executions in flight.",
 		}),
 	}
-	pools := func(yield func(string, *local.Executor) bool) { yield(ExecutorServerBackend, exec) }
+	pools := func(yield func(string, poolReporter) bool) { yield(ExecutorServerBackend, exec) }
 	s.reg.MustRegister(s.executions, s.wall, s.inFlight, newPoolCollector(pools))
 	s.reg.MustRegister(processCollectors(version)...)
 	return s
 }
 
-// Execute implements protocol.Executor.
+// Execute implements protocol.Executor: ExecuteWith with no policy.
 func (s *ExecutorServer) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return s.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor: the ExecutorApi server
+// passes the hook that releases the stubs it kept.
+func (s *ExecutorServer) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	s.inFlight.Inc()
 	defer s.inFlight.Dec()
 	start := time.Now()
-	res, err := s.exec.Execute(ctx, req)
+	res, err := s.exec.ExecuteWith(ctx, req, p)
 	wall := time.Since(start)
 	oc := outcome(res, err)
 	s.executions.WithLabelValues(ExecutorServerBackend, oc).Inc()
@@ -89,4 +95,4 @@ func (s *ExecutorServer) AdminHandler() http.Handler {
 	}})
 }
 
-var _ protocol.Executor = (*ExecutorServer)(nil)
+var _ protocol.PolicyExecutor = (*ExecutorServer)(nil)

@@ -13,8 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/supolka/codemode-gateway/backends/local"
-
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -150,10 +148,10 @@ func logExecution(ctx context.Context, log *slog.Logger, backend, outcome string
 }
 
 // localPools lists the gateway's local backends by group name.
-func (g *Gateway) localPools(yield func(string, *local.Executor) bool) {
+func (g *Gateway) localPools(yield func(string, poolReporter) bool) {
 	for _, grp := range g.groups {
 		for _, m := range grp.current() {
-			if pool, ok := m.exec.(*local.Executor); ok && !yield(grp.name, pool) {
+			if m.pool != nil && !yield(grp.name, m.pool) {
 				return
 			}
 		}
@@ -163,11 +161,11 @@ func (g *Gateway) localPools(yield func(string, *local.Executor) bool) {
 // poolCollector reports the counters of every local backend's worker pool
 // as they are at scrape time.
 type poolCollector struct {
-	pools iter.Seq2[string, *local.Executor]
+	pools iter.Seq2[string, poolReporter]
 	descs map[string]*prometheus.Desc
 }
 
-func newPoolCollector(pools iter.Seq2[string, *local.Executor]) *poolCollector {
+func newPoolCollector(pools iter.Seq2[string, poolReporter]) *poolCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, []string{"backend"}, nil)
 	}
@@ -264,18 +262,19 @@ func outcome(res *protocol.ExecuteResult, err error) string {
 		}
 		return "error"
 	}
-	switch {
-	case !res.HasError:
+	if !res.HasError {
 		return "ok"
-	case protocol.MatchesExecutionTimeout(res.Error):
-		return "timeout"
-	case protocol.MatchesMemoryLimit(res.Error):
-		return "memory"
-	case protocol.MatchesPayloadTooLarge(res.Error):
-		return "payload"
-	default:
-		return "user_error"
 	}
+	switch res.Failure {
+	case protocol.FailureTimeout:
+		return "timeout"
+	case protocol.FailureMemory:
+		return "memory"
+	case protocol.FailurePayload:
+		return "payload"
+	}
+	// What the program threw, or a failure its executor did not name.
+	return "user_error"
 }
 
 // observeDispatch counts and times the tool calls of one execution.
@@ -304,14 +303,10 @@ func (m *metrics) observeOutbound(tenant string, fn protocol.OutboundFunc) proto
 	}
 }
 
-// reportsQueueWait: a local member measures how long each execution
-// waited; a remote one does not say.
+// reportsQueueWait: a member with a worker pool (the local backend)
+// measures how long each execution waited for it; a remote one does not say.
 func reportsQueueWait(m *member) bool {
-	if m == nil {
-		return false
-	}
-	_, ok := m.exec.(*local.Executor)
-	return ok
+	return m != nil && m.pool != nil
 }
 
 // usageMetrics add up, per tenant, what executions report they used

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +81,8 @@ type fakeBackend struct {
 	res  protocol.ExecuteResult
 	err  error
 	hold chan struct{}
+	// policy is the last policy it was given.
+	policy atomic.Pointer[protocol.Policy]
 }
 
 func (f *fakeBackend) Execute(ctx context.Context, _ *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
@@ -91,6 +94,11 @@ func (f *fakeBackend) Execute(ctx context.Context, _ *protocol.ExecuteRequest) (
 	}
 	res := f.res
 	return &res, nil
+}
+
+func (f *fakeBackend) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
+	f.policy.Store(&p)
+	return f.Execute(ctx, req)
 }
 
 func (f *fakeBackend) InvokeHandle(context.Context, string, string, protocol.OutboundRequest) (protocol.OutboundResponse, error) {

@@ -17,6 +17,8 @@ import (
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
 
+var _ protocol.PolicyExecutor = (*tenant)(nil)
+
 // tenant is one application's view of the gateway: an Executor that applies
 // its policy, runs on its backend group, and pins the executionIds it is
 // granted. Its ExecutorApi server is shared by all its connections, so
@@ -123,8 +125,17 @@ func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
 	return func() { t.inFlight.Add(-1) }, nil
 }
 
-// Execute implements protocol.Executor.
+// Execute implements protocol.Executor: ExecuteWith with no policy.
 func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return t.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor: it admits the execution
+// under the tenant's bounds and runs it on the tenant's group, under the
+// tenant's policy on top of the caller's (policyFor). The caller's
+// HandlesClosed (the ExecutorApi server's, which releases the stubs it
+// kept) hears of a close under the id this gateway granted.
+func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, caller protocol.Policy) (*protocol.ExecuteResult, error) {
 	if t.draining.Load() {
 		t.refuse(refusal{reason: reasonDraining, limit: "a drain for a restart"})
 		return nil, protocol.NewDrainingError()
@@ -140,6 +151,7 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	defer t.m.inFlight.WithLabelValues(t.name).Dec()
 
 	r := *req // the caller's request is not ours to change
+	p := set.policyFor(t.name, caller)
 	// outer is the id this gateway granted, known once the backend answered
 	// (granted closes then).
 	var outer string
@@ -149,25 +161,18 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 		// The pin goes when the backend closes the handles itself (the
 		// idle bound, a crash), not only on the next call that finds them
 		// gone, and the caller hears of it under the id it was given.
-		r.HandlesClosed = func(string) {
+		p.HandlesClosed = func(string) {
 			<-granted
 			if outer == "" {
 				return
 			}
 			t.routes.pins.drop(outer)
-			if req.HandlesClosed != nil {
-				req.HandlesClosed(outer)
+			if caller.HandlesClosed != nil {
+				caller.HandlesClosed(outer)
 			}
 		}
 	}
 	r.Timeout = set.capTimeout(req.Timeout)
-	r.Tenant = t.name
-	if m := set.policy.MemoryMB; m > 0 && (r.MemoryLimitMB == 0 || m < r.MemoryLimitMB) {
-		r.MemoryLimitMB = m
-	}
-	if len(set.nativeDeny) > 0 {
-		r.NativeDeny = append(append([]netip.Prefix(nil), req.NativeDeny...), set.nativeDeny...)
-	}
 	if r.Outbound.Mode() == protocol.OutboundNative && !(set.policy.NativeOutbound && set.group.nativeOutbound) {
 		// The operator's veto: a request that asked the executor to fetch
 		// for itself gets no network at all.
@@ -181,7 +186,7 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 	r.Dispatch = t.m.observeDispatch(t.name, r.Dispatch)
 
 	start := time.Now()
-	res, m, err := set.group.execute(ctx, &r)
+	res, m, err := set.group.execute(ctx, &r, p)
 	wall := time.Since(start)
 	if protocol.CodeOf(err) == protocol.CodeQueueOverflow {
 		// Every member turned it away: it never started, so it costs the
@@ -227,6 +232,21 @@ func (t *tenant) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 		return &out, nil
 	}
 	return res, nil
+}
+
+// policyFor is the policy a member runs one of the tenant's executions
+// under: the tenant's name, the lower of the caller's and the tenant's
+// memory limits, and both their denied ranges. The hook is the caller's
+// to set.
+func (s *tenantSettings) policyFor(tenant string, caller protocol.Policy) protocol.Policy {
+	p := protocol.Policy{Tenant: tenant, MemoryLimitMB: caller.MemoryLimitMB, NativeDeny: caller.NativeDeny}
+	if m := s.policy.MemoryMB; m > 0 && (p.MemoryLimitMB == 0 || m < p.MemoryLimitMB) {
+		p.MemoryLimitMB = m
+	}
+	if len(s.nativeDeny) > 0 {
+		p.NativeDeny = append(append([]netip.Prefix(nil), caller.NativeDeny...), s.nativeDeny...)
+	}
+	return p
 }
 
 // capTimeout holds a request's timeout to the tenant's cap: absent stays

@@ -17,7 +17,10 @@
 // the largest bound the serving side supports, never above
 // MaxSupportedTimeout). Outbound is tri-state too: absent (native), a
 // function (stub) or null (disabled), and Outbound.Mode names its
-// OutboundMode on the wire.
+// OutboundMode on the wire. What a Go caller adds beside the request and
+// never sends (a tenant, its lower memory limit and denied ranges, a hook
+// for closed handles) is a Policy, passed to a PolicyExecutor's
+// ExecuteWith.
 //
 // On the wire, execute carries the plain-data fields as ExecuteCallOptions
 // (modules as [name, source] pairs, because capnweb deletes object keys
@@ -61,6 +64,11 @@
 // HandlesClosedError, QueueOverflowError, ResponseTooLargeError and
 // ToolNotFoundError; and the texts CompletedText, OutsideEnvelopeText and
 // ConsoleCaptureMessage.
+//
+// The texts are the model's to read, and a program can throw one word for
+// word. Code that must decide by how a run failed reads its FailureKind
+// (ExecuteResult.Failure, FailureOf for an error), never its text; the
+// Matches functions serve only a caller that has nothing but the text.
 //
 // A fault is the infrastructure breaking under an execution. It reaches the
 // calling application as an error carrying a Code (see Coded, CodeOf and

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"context"
-	"net/netip"
 	"time"
 )
 
@@ -31,28 +30,6 @@ type ExecuteRequest struct {
 	// RetainHandles asks the executor to keep the isolate alive when the
 	// run resolves to a fetch handler. It has no construction-time default.
 	RetainHandles bool
-	// MemoryLimitMB, when above zero and below the executor's own limit,
-	// lowers this request's memory limit (a gateway applying a tenant's
-	// policy). Go-only: it does not cross the wire, and an executor that
-	// cannot honour it (the remote backend) ignores it.
-	MemoryLimitMB int
-	// NativeDeny adds address ranges the native mode must not reach for
-	// this request, on top of the executor's own deny list (a gateway
-	// applying a tenant's policy). Go-only, like MemoryLimitMB.
-	NativeDeny []netip.Prefix
-	// Tenant names the caller's tenant, for an executor that keeps
-	// tenants apart (a local pool with IsolateTenants runs no two tenants'
-	// executions in one worker process). Go-only, like MemoryLimitMB.
-	Tenant string
-	// HandlesClosed, when set, is called once, on its own goroutine, when
-	// a retained execution of this request moves to Closed, whatever closed
-	// it: CloseHandles, the idle bound, a run bound, a crash, Close. Go-only:
-	// it does not cross the wire. The remote backend calls it when the
-	// server releases its duplicate of the outbound function, or when the
-	// session ends; without an outbound function it cannot tell sooner.
-	// Whoever keeps something alive for the handles (a duplicated outbound
-	// stub, a pin) lets go of it here.
-	HandlesClosed func(executionID string)
 }
 
 // ExecuteResult is the result envelope of one execution.
@@ -67,6 +44,10 @@ type ExecuteResult struct {
 	Error string
 	// HasError tells an empty error text apart from no error.
 	HasError bool
+	// Failure is what ended the run when HasError is true, as its executor
+	// knows it: decide by it, never by Error's text. Go-only, except as the
+	// result message's optional failure member (an extension).
+	Failure FailureKind
 	// Logs are the captured console lines, in the order they were written.
 	Logs []LogLine
 	// ExecutionID is present only when retainHandles was honoured.

@@ -55,12 +55,13 @@ func ApplyCallOptions(req *ExecuteRequest, opts ExecuteCallOptions) error {
 // ParseForDispatch.
 //
 //	{"resultJson": "{\"id\":\"o1\"}", "logs": [{"level": "log", "text": "hi"}]}
-//	{"error": "Execution timed out at its 30000 ms bound. …", "logs": []}
+//	{"error": "Execution timed out at its 30000 ms bound. …", "logs": [], "failure": "timeout"}
 //	{"logs": [], "executionId": "…", "handles": ["fetch"]}
 //
 // resultJson is left out when the run produced no value; error when the run
-// did not fail; executionId and handles when no handles were retained. logs
-// is always present.
+// did not fail; executionId and handles when no handles were retained;
+// failure when the run did not fail or its executor does not say what
+// ended it. logs is always present.
 type ExecuteResultMessage struct {
 	ResultJSON  string    `json:"resultJson,omitempty"`
 	Error       *string   `json:"error,omitempty"`
@@ -70,6 +71,10 @@ type ExecuteResultMessage struct {
 	// Usage is what the execution used: an extension of the contract,
 	// absent when the executor does not measure it.
 	Usage *UsageMessage `json:"usage,omitempty"`
+	// Failure is what ended a failed run (ExecuteResult.Failure): an
+	// extension of the contract, absent when the executor does not say. A
+	// reader ignores a kind it does not know.
+	Failure FailureKind `json:"failure,omitempty"`
 }
 
 // ResultMessageOf is the wire message of r.
@@ -89,6 +94,9 @@ func ResultMessageOf(r *ExecuteResult) ExecuteResultMessage {
 	if r.HasError {
 		e := r.Error
 		m.Error = &e
+		if r.Failure.Known() {
+			m.Failure = r.Failure
+		}
 	}
 	return m
 }
@@ -103,6 +111,9 @@ func (m *ExecuteResultMessage) Result() *ExecuteResult {
 	}
 	if m.Error != nil {
 		r.Error, r.HasError = *m.Error, true
+		if m.Failure.Known() {
+			r.Failure = m.Failure
+		}
 	}
 	r.Usage = m.Usage.Usage()
 	return r
@@ -141,6 +152,9 @@ func (m ExecuteResultMessage) MarshalJSON() ([]byte, error) {
 	if u := m.Usage; u != nil {
 		o = append(o, Member{"usage", Object{{"runClockMs", u.RunClockMs}, {"cpuMs", u.CPUMs}, {"peakHeapBytes", u.PeakHeapBytes},
 			{"toolCalls", u.ToolCalls}, {"outboundRequests", u.OutboundRequests}, {"logBytes", u.LogBytes}}})
+	}
+	if m.Failure != FailureNone {
+		o = append(o, Member{"failure", string(m.Failure)})
 	}
 	s, err := StringifyForDispatch(o)
 	return []byte(s), err

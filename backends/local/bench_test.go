@@ -187,7 +187,7 @@ func BenchmarkPoolTenants(b *testing.B) {
 			e := newPool(b, Options{})
 			for range 8 {
 				for _, t := range c.tenants {
-					if _, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: t}); err != nil {
+					if _, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "async () => 1"}, protocol.Policy{Tenant: t}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -195,7 +195,7 @@ func BenchmarkPoolTenants(b *testing.B) {
 			var next atomic.Uint64
 			measure(b, runtime.NumCPU(), func() error {
 				t := c.tenants[next.Add(1)%uint64(len(c.tenants))]
-				res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: t})
+				res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "async () => 1"}, protocol.Policy{Tenant: t})
 				if err != nil {
 					return err
 				}

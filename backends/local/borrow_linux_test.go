@@ -38,7 +38,7 @@ func spinPids(t *testing.T, e *Executor, n int) []int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "spin 600\npid", Tenant: "t", Timeout: protocol.TimeoutOf(30000)})
+			res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "spin 600\npid", Timeout: protocol.TimeoutOf(30000)}, protocol.Policy{Tenant: "t"})
 			if err != nil || res.HasError {
 				t.Errorf("%+v, %v", res, err)
 				return

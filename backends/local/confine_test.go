@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 )
 
 // probeFile is where the probe tries to write; any user may create it
@@ -91,7 +89,7 @@ func TestWorkerIsConfined(t *testing.T) {
 		{"native allowed", false, []any{denied, "ok", denied, denied, denied, uid}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newScripted(t, Options{MaxWorkers: 1, Native: webplatform.NativeOptions{Vetoed: c.vetoed}})
+			e := newScripted(t, Options{MaxWorkers: 1, Native: NativeOptions{Vetoed: c.vetoed}})
 			res := runScript(t, e, "probe "+ln.Addr().String())
 			var got []any
 			if err := json.Unmarshal([]byte(res.ResultJSON), &got); err != nil {

@@ -10,7 +10,7 @@
 //		ex, err := local.New(local.Options{MaxWorkers: 8})
 //		...
 //		defer ex.Close()
-//		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 1", Tenant: "acme"})
+//		res, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{Code: "async () => 1"}, protocol.Policy{Tenant: "acme"})
 //	}
 //
 // A worker is this same binary re-executed (Options.WorkerCommand names
@@ -26,7 +26,7 @@
 //
 // Code-mode programs spend most of their life waiting on their tools, so a
 // waiting run must not cost a process. A worker process belongs to one
-// tenant (ExecuteRequest.Tenant) and hosts up to Options.RunsPerWorker of
+// tenant (Policy.Tenant) and hosts up to Options.RunsPerWorker of
 // its executions at once, each in its own fresh runtime; one of them
 // executes JavaScript at a time (a CPU gate), so the CPU and heap the
 // process spends belong to the run that holds the gate. A tenant holds its

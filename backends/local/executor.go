@@ -2,20 +2,18 @@ package local
 
 import (
 	"context"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/sandbox"
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // Executor runs programs in a pool of worker processes, each kept to one
 // tenant and hosting many of its executions. It implements
-// protocol.Executor and is safe for concurrent use.
+// protocol.PolicyExecutor and is safe for concurrent use.
 type Executor struct {
 	opts Options
 
@@ -35,7 +33,7 @@ type Executor struct {
 	placed func(*worker)
 }
 
-var _ protocol.Executor = (*Executor)(nil)
+var _ protocol.PolicyExecutor = (*Executor)(nil)
 
 // New builds an executor and starts warming its workers in the background.
 // It does not wait for them: a worker command that cannot start shows up
@@ -62,21 +60,29 @@ func New(opts Options) (*Executor, error) {
 // Options returns the options in effect, defaults filled in.
 func (e *Executor) Options() Options { return e.opts }
 
-// Execute runs one program on a worker of its tenant (req.Tenant).
-// Declared failures (the timeout, the memory limit, anything the program
-// threw) come back inside the result; faults come back as errors carrying a
-// protocol.Code: QUEUE_OVERFLOW, WORKER_CRASHED, CONNECTION_BROKEN. A
-// cancelled ctx ends the run and returns ctx's cause.
+// Execute implements protocol.Executor: ExecuteWith with no policy, as
+// the tenant "".
 func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return e.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith runs one program on a worker of p's tenant, under p's lower
+// memory limit and extra denied ranges, and calls p.HandlesClosed when a
+// retained execution closes. Declared failures (the timeout, the memory
+// limit, anything the program threw) come back inside the result; faults
+// come back as errors carrying a protocol.Code: QUEUE_OVERFLOW,
+// WORKER_CRASHED, CONNECTION_BROKEN. A cancelled ctx ends the run and
+// returns ctx's cause.
+func (e *Executor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	if req == nil {
 		return nil, protocol.NewFault(protocol.CodeInternal, "The execute request is missing.")
 	}
 	if e.isClosed() {
 		return nil, brokenFault()
 	}
-	job, err := e.jobFor(req)
+	job, err := e.jobFor(req, p)
 	if err != nil {
-		return failure(err.Error()), nil
+		return failure(err), nil
 	}
 	queued := time.Now()
 	var r *run
@@ -84,13 +90,14 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 	// A run placed on a worker that died before the job reached it is
 	// placed once more: nothing ran, so the caller need not see the crash.
 	for attempt := 0; ; attempt++ {
-		w, err := e.acquire(ctx, req.Tenant)
+		w, err := e.acquire(ctx, p.Tenant)
 		if err != nil {
 			return nil, err
 		}
 		wait = time.Since(queued)
 		e.traceStart(ctx, w, wait)
 		r = e.newRun(ctx, w, req, job)
+		r.handlesClosed = p.HandlesClosed
 		if e.placed != nil {
 			e.placed(w)
 		}
@@ -158,19 +165,6 @@ func (e *Executor) isClosed() bool {
 	return e.closed
 }
 
-// nativeFor is the executor's native-fetch settings with a request's extra
-// denied ranges added. They bind even inside the executor's allow list:
-// the allow list carves exceptions out of the executor's own deny list,
-// never out of the request's.
-func nativeFor(own webplatform.NativeOptions, deny []netip.Prefix) webplatform.NativeOptions {
-	if len(deny) == 0 {
-		return own
-	}
-	n := own
-	n.DenyAlways = append(append([]netip.Prefix(nil), own.DenyAlways...), deny...)
-	return n
-}
-
 // memoryLimit is a request's own lower limit, else the executor's.
 func memoryLimit(requested, own int) int {
 	if requested > 0 && requested < own {
@@ -179,11 +173,12 @@ func memoryLimit(requested, own int) int {
 	return own
 }
 
-// jobFor resolves a request against the executor's defaults. A timeout
-// that is no bound (NaN, zero, negative) and a module map the rules refuse
-// are declared failures; the map is checked here, before it has to cross
-// the pipe, because a kind outside the five has no wire form.
-func (e *Executor) jobFor(req *protocol.ExecuteRequest) (sandbox.Job, error) {
+// jobFor resolves a request and its policy against the executor's
+// defaults. A timeout that is no bound (NaN, zero, negative) and a module
+// map the rules refuse are declared failures; the map is checked here,
+// before it has to cross the pipe, because a kind outside the five has no
+// wire form.
+func (e *Executor) jobFor(req *protocol.ExecuteRequest, p protocol.Policy) (sandbox.Job, error) {
 	timeout, err := protocol.ResolveTimeout(req.Timeout, e.opts.DefaultTimeoutMs, 0)
 	if err != nil {
 		return sandbox.Job{}, err
@@ -199,9 +194,9 @@ func (e *Executor) jobFor(req *protocol.ExecuteRequest) (sandbox.Job, error) {
 		Modules:        modules,
 		TimeoutMs:      timeout,
 		CountHostWaits: protocol.ResolveCountHostWaits(req.CountHostWaits, e.opts.CountHostWaits),
-		MemoryLimitMB:  memoryLimit(req.MemoryLimitMB, e.opts.MemoryLimitMB),
+		MemoryLimitMB:  memoryLimit(p.MemoryLimitMB, e.opts.MemoryLimitMB),
 		OutboundMode:   req.Outbound.Mode(),
-		Native:         nativeFor(e.opts.Native, req.NativeDeny),
+		Native:         e.opts.Native.forJob(p.NativeDeny),
 		RetainHandles:  req.RetainHandles,
 	}, nil
 }
@@ -253,7 +248,8 @@ func crashedFault(msg string) error {
 	return protocol.NewFault(protocol.CodeWorkerCrashed, msg)
 }
 
-// failure is a result envelope carrying a declared failure's text.
-func failure(text string) *protocol.ExecuteResult {
-	return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}
+// failure is a result envelope carrying the declared failure err: its
+// text, and the kind its type is.
+func failure(err error) *protocol.ExecuteResult {
+	return &protocol.ExecuteResult{Error: err.Error(), HasError: true, Failure: protocol.FailureOf(err), Logs: []protocol.LogLine{}}
 }

@@ -81,8 +81,10 @@ type message struct {
 	CPUNanos int64 `json:"cpuNanos,omitempty"`
 	PeakHeap int64 `json:"peakHeap,omitempty"`
 	// Ended says a retained session is gone (invokeAnswer, ended): Err is
-	// the bound's text that ended it, empty when it was released.
-	Ended bool `json:"ended,omitempty"`
+	// the bound's text that ended it, empty when it was released, and
+	// Failure its kind. A result's kind is in its Result.
+	Ended   bool                 `json:"ended,omitempty"`
+	Failure protocol.FailureKind `json:"failure,omitempty"`
 	// Broken says the sandbox itself broke (result, invokeAnswer, ended):
 	// the call fails with an INTERNAL fault, and a result has no envelope.
 	Broken bool `json:"broken,omitempty"`

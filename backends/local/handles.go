@@ -28,12 +28,12 @@ type held struct {
 	cur     atomic.Uint64 // the id of the invocation at the worker; 0: none
 	answers chan *message // buffered: the answer of cur
 	gone    chan struct{} // closed when the session ended in the worker
-	endText string        // the bound's text it ended with; set before gone closes
+	bound   error         // the bound it ended with, nil when released; set before gone closes
 	endErr  error         // the fault an invocation in flight meets at a death
 
 	// Guarded by e.mu.
-	closing bool   // CloseHandles was called
-	next    string // the bound's text the next invocation reports, once
+	closing bool  // CloseHandles was called
+	next    error // the bound the next invocation reports, once
 }
 
 type heldCall struct {
@@ -191,9 +191,9 @@ func (h *held) closedError() error {
 	if e.handles[h.id] == h {
 		delete(e.handles, h.id)
 	}
-	if text := h.next; text != "" {
-		h.next = ""
-		return h.boundError(text)
+	if bound := h.next; bound != nil {
+		h.next = nil
+		return bound
 	}
 	return protocol.NewHandlesClosedError(h.id)
 }
@@ -209,11 +209,11 @@ func (h *held) answer(m *message) bool {
 }
 
 // end records that the session is gone (the watcher calls it): with the
-// bound's text that ended it, else with the fault an invocation in flight
-// meets (nil when it was released).
-func (h *held) end(text string, fault error) {
-	if text != "" {
-		h.endText = text
+// error of the bound that ended it, else with the fault an invocation in
+// flight meets (nil when it was released).
+func (h *held) end(bound, fault error) {
+	if bound != nil {
+		h.bound = bound
 	} else {
 		h.endErr = fault
 	}
@@ -225,15 +225,15 @@ func (h *held) end(text string, fault error) {
 // worker, or Close.
 func (h *held) run() {
 	e, r := h.e, h.r
-	var endText string // what the next invocation reports
+	var end error // the bound the next invocation reports
 	defer func() {
 		e.mu.Lock()
-		h.next = endText
-		if endText == "" && e.handles[h.id] == h {
+		h.next = end
+		if end == nil && e.handles[h.id] == h {
 			delete(e.handles, h.id)
 		}
 		e.mu.Unlock()
-		if endText != "" {
+		if end != nil {
 			// Kept for the next invocation to report; dropped at the idle
 			// bound if nobody comes.
 			time.AfterFunc(e.opts.HandlesIdleTimeout, func() {
@@ -244,7 +244,7 @@ func (h *held) run() {
 				e.mu.Unlock()
 			})
 		}
-		if fn := r.req.HandlesClosed; fn != nil {
+		if fn := r.handlesClosed; fn != nil {
 			go fn(h.id)
 		}
 		close(h.done)
@@ -306,7 +306,7 @@ func (h *held) run() {
 		case <-h.gone:
 			// Ended by itself between invocations (the memory limit, a
 			// callback past the bound) or by a death of its worker.
-			endText = h.endText
+			end = h.bound
 			return
 		case <-idle.C:
 			e.stats.handlesExpired.Add(1)
@@ -333,8 +333,8 @@ func (h *held) releaseAndWait() {
 // goneError is what the invocation in flight meets when the session went
 // under it.
 func (h *held) goneError() error {
-	if h.endText != "" {
-		return h.boundError(h.endText)
+	if h.bound != nil {
+		return h.bound
 	}
 	if h.endErr != nil {
 		if protocol.CodeOf(h.endErr) == protocol.CodeWorkerCrashed {
@@ -345,17 +345,19 @@ func (h *held) goneError() error {
 	return protocol.NewHandlesClosedError(h.id)
 }
 
-// boundError is the error an invocation that a bound ended rejects with:
-// the protocol's own value when the text is one of its bounds.
-func (h *held) boundError(text string) error {
+// boundError is the error an invocation meets when the session ended with
+// a failure of kind, whose text is text: the protocol's own value for a
+// run bound, the text as it reads for anything else (the call stack
+// bound), nil when the session was released.
+func (h *held) boundError(kind protocol.FailureKind, text string) error {
 	job := h.r.job
 	switch {
-	case text == protocol.NewMemoryLimitError(job.MemoryLimitMB).Error():
+	case kind == protocol.FailureMemory:
 		return protocol.NewMemoryLimitError(job.MemoryLimitMB)
-	case text == protocol.NewExecutionTimeoutError(job.TimeoutMs).Error():
+	case kind == protocol.FailureTimeout:
 		return protocol.NewExecutionTimeoutError(job.TimeoutMs)
 	case text == "":
-		return protocol.NewHandlesClosedError(h.id)
+		return nil
 	}
 	return errors.New(text)
 }

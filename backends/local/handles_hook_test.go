@@ -8,7 +8,7 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// TestHandlesClosedHookFires: the request's HandlesClosed is called once,
+// TestHandlesClosedHookFires: the policy's HandlesClosed is called once,
 // with the executionId, whatever closed the handles: here the idle bound
 // and CloseHandles.
 func TestHandlesClosedHookFires(t *testing.T) {
@@ -21,11 +21,10 @@ func TestHandlesClosedHookFires(t *testing.T) {
 	defer cancel()
 	grant := func(closed chan string) string {
 		t.Helper()
-		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{
+		res, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{
 			Code:          "async () => (req) => new Response('ok')",
 			RetainHandles: true,
-			HandlesClosed: func(id string) { closed <- id },
-		})
+		}, protocol.Policy{HandlesClosed: func(id string) { closed <- id }})
 		if err != nil || res.ExecutionID == "" {
 			t.Fatalf("no grant: %+v, %v", res, err)
 		}
@@ -33,29 +32,29 @@ func TestHandlesClosedHookFires(t *testing.T) {
 	}
 	idle := make(chan string, 2)
 	id := grant(idle)
-	select {
-	case got := <-idle:
-		if got != id {
-			t.Fatalf("the hook named %q, want %q", got, id)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the idle bound closed nothing, or did not tell")
-	}
+	expectHook(t, idle, id, "the idle bound")
 	closed := make(chan string, 2)
 	id = grant(closed)
 	if err := ex.CloseHandles(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case got := <-closed:
-		if got != id {
-			t.Fatalf("the hook named %q, want %q", got, id)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("CloseHandles did not tell")
-	}
+	expectHook(t, closed, id, "CloseHandles")
 	time.Sleep(100 * time.Millisecond)
 	if len(idle)+len(closed) != 0 {
 		t.Fatal("the hook was called more than once")
+	}
+}
+
+// expectHook waits for a HandlesClosed hook to name id after what closed
+// the handles.
+func expectHook(t *testing.T, hook <-chan string, id, what string) {
+	t.Helper()
+	select {
+	case got := <-hook:
+		if got != id {
+			t.Fatalf("after %s the hook named %q, want %q", what, got, id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s closed nothing, or did not tell", what)
 	}
 }

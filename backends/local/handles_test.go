@@ -27,8 +27,14 @@ func testCtx(t testing.TB) context.Context {
 // failing the test unless the handles were granted.
 func grant(t testing.TB, e *Executor, req *protocol.ExecuteRequest) string {
 	t.Helper()
+	return grantWith(t, e, req, protocol.Policy{})
+}
+
+// grantWith is grant under policy p.
+func grantWith(t testing.TB, e *Executor, req *protocol.ExecuteRequest, p protocol.Policy) string {
+	t.Helper()
 	req.RetainHandles = true
-	res, err := e.Execute(testCtx(t), req)
+	res, err := e.ExecuteWith(testCtx(t), req, p)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)
 	}
@@ -243,7 +249,7 @@ func TestHandlesInvocationStuckInGoCodeIsKilled(t *testing.T) {
 		Timeout: protocol.TimeoutOf(300),
 	})
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
-	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() {
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() || protocol.FailureOf(err) != protocol.FailureTimeout {
 		t.Fatalf("stuck invocation: %v, want the timeout text", err)
 	}
 	wantClosed(t, e, id)
@@ -266,7 +272,7 @@ func TestHandlesTimerAllocatingUntilTheMemoryLimit(t *testing.T) {
 		return s.HeapLimits+s.RSSKills+s.OutOfMemory > 0
 	})
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
-	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() {
+	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() || protocol.FailureOf(err) != protocol.FailureMemory {
 		t.Fatalf("after the memory limit: %v, want the memory text", err)
 	}
 	wantClosed(t, e, id)
@@ -320,12 +326,12 @@ func TestHandlesExecutorCloseEndsThem(t *testing.T) {
 // the close), while another tenant runs at once.
 func TestHandlesCountAgainstTheirTenantOnly(t *testing.T) {
 	e := newPool(t, Options{MaxWorkers: 3, RunsPerWorker: 1, QueueBound: -1, Shares: oneSlotEach})
-	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler, Tenant: "a"})
-	_, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: "a"})
+	id := grantWith(t, e, &protocol.ExecuteRequest{Code: counterHandler}, protocol.Policy{Tenant: "a"})
+	_, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"}, protocol.Policy{Tenant: "a"})
 	if protocol.CodeOf(err) != protocol.CodeQueueOverflow {
 		t.Fatalf("the holder's next execution: %v, want QUEUE_OVERFLOW", err)
 	}
-	res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 'other'", Tenant: "b"})
+	res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 'other'"}, protocol.Policy{Tenant: "b"})
 	if err != nil || res.ResultJSON != `"other"` {
 		t.Fatalf("another tenant beside the held handles: %+v, %v", res, err)
 	}
@@ -335,17 +341,17 @@ func TestHandlesCountAgainstTheirTenantOnly(t *testing.T) {
 	if err := e.CloseHandles(testCtx(t), id); err != nil {
 		t.Fatal(err)
 	}
-	res, err = e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: "a"})
+	res, err = e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"}, protocol.Policy{Tenant: "a"})
 	if err != nil || res.ResultJSON != "1" {
 		t.Fatalf("after the close: %+v, %v", res, err)
 	}
 
 	// With room in the queue, the holder's new execution waits for the close.
 	q := newPool(t, Options{MaxWorkers: 2, RunsPerWorker: 1, QueueBound: 1, Shares: oneSlotEach})
-	id = grant(t, q, &protocol.ExecuteRequest{Code: counterHandler, Tenant: "a"})
+	id = grantWith(t, q, &protocol.ExecuteRequest{Code: counterHandler}, protocol.Policy{Tenant: "a"})
 	done := make(chan *protocol.ExecuteResult, 1)
 	go func() {
-		res, err := q.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 'waited'", Tenant: "a"})
+		res, err := q.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 'waited'"}, protocol.Policy{Tenant: "a"})
 		if err != nil {
 			t.Error(err)
 		}
@@ -461,7 +467,7 @@ func TestHandlesTimerSpinningBetweenInvocations(t *testing.T) {
 		t.Fatalf("answered %q", got)
 	}
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
-	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() {
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(300).Error() || protocol.FailureOf(err) != protocol.FailureTimeout {
 		t.Fatalf("behind a spinning timer: %v, want the timeout text", err)
 	}
 	wantClosed(t, e, id)
@@ -547,7 +553,7 @@ func TestHandlesInvocationMemoryLimitCloses(t *testing.T) {
 		t.Fatalf("answered %q", got)
 	}
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/grow"))
-	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() {
+	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() || protocol.FailureOf(err) != protocol.FailureMemory {
 		t.Fatalf("a growing invocation: %v, want the memory text", err)
 	}
 	wantClosed(t, e, id)

@@ -316,12 +316,11 @@ func TestHostileRunSparesItsNeighbour(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "async () => 'x'.repeat(2**29).length", Tenant: "hostile"})
+		e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "async () => 'x'.repeat(2**29).length"}, protocol.Policy{Tenant: "hostile"})
 	}()
-	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{
-		Code:   "async () => { let s = 0; for (let i = 0; i < 1e6; i++) s += i; return s }",
-		Tenant: "neighbour",
-	})
+	res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{
+		Code: "async () => { let s = 0; for (let i = 0; i < 1e6; i++) s += i; return s }",
+	}, protocol.Policy{Tenant: "neighbour"})
 	wg.Wait()
 	if err != nil || res.HasError || res.ResultJSON != "499999500000" {
 		t.Fatalf("neighbour: %+v, %v", res, err)

@@ -391,7 +391,8 @@ func exitOnPanic() {
 func (s *workerServer) runStandIn(ctx context.Context, job sandbox.Job, host *workerHost) (*protocol.ExecuteResult, error) {
 	defer exitOnPanic()
 	if !host.Enter(ctx, time.Duration(job.TimeoutMs)*time.Millisecond) {
-		return &protocol.ExecuteResult{Error: context.Cause(ctx).Error(), HasError: true}, nil
+		cause := context.Cause(ctx)
+		return &protocol.ExecuteResult{Error: cause.Error(), HasError: true, Failure: protocol.FailureOf(cause)}, nil
 	}
 	defer host.Leave()
 	res, err := s.run(ctx, job, host)
@@ -465,7 +466,7 @@ func (s *workerServer) serveRetained(r *hostedRun, kept *sandbox.Retained, grant
 		select {
 		case m := <-r.invokes:
 			inv := kept.Invoke(*m.OutboundRequest)
-			ans := &message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended, Broken: inv.Broken}
+			ans := &message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended, Failure: inv.Failure, Broken: inv.Broken}
 			if !inv.HasErr {
 				ans.OutboundResponse = &inv.Response
 			}
@@ -481,7 +482,7 @@ func (s *workerServer) serveRetained(r *hostedRun, kept *sandbox.Retained, grant
 				return
 			}
 		case <-kept.Done():
-			_ = s.send(&message{Kind: kindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, Broken: kept.Broken(), OverLimit: s.gate.overLimit(r.id)})
+			_ = s.send(&message{Kind: kindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, Failure: kept.EndFailure(), Broken: kept.Broken(), OverLimit: s.gate.overLimit(r.id)})
 			return
 		case <-r.release:
 			kept.Close()

@@ -32,8 +32,8 @@ func TestHeapWatchdogStopsGrowth(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 64, RSSHeadroomMB: 2048, AddressSpaceHeadroomMB: 8192})
 	before := pidOf(t, e)
 	res := runFor(t, e, "grow 2000")
-	if res.Error != memoryText(64) {
-		t.Fatalf("got %q, want the memory text", res.Error)
+	if res.Error != memoryText(64) || res.Failure != protocol.FailureMemory {
+		t.Fatalf("got %q (%q), want the memory text", res.Error, res.Failure)
 	}
 	if after := pidOf(t, e); after != before {
 		t.Fatalf("the worker was replaced (%d, then %d): the watchdog ends a run, not its process", before, after)
@@ -48,8 +48,8 @@ func TestHeapWatchdogStopsGrowth(t *testing.T) {
 func TestAddressLimitRefusesHugeAllocation(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 64})
 	res := runFor(t, e, "huge 4096")
-	if res.Error != memoryText(64) {
-		t.Fatalf("got %q, want the memory text", res.Error)
+	if res.Error != memoryText(64) || res.Failure != protocol.FailureMemory {
+		t.Fatalf("got %q (%q), want the memory text", res.Error, res.Failure)
 	}
 	if s := e.Stats(); s.OutOfMemory != 1 {
 		t.Fatalf("the wrong layer acted: %+v", s)
@@ -64,8 +64,8 @@ func TestRSSPollKillsDeafWorker(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 64, RSSHeadroomMB: 32, AddressSpaceHeadroomMB: 8192})
 	start := time.Now()
 	res := runFor(t, e, "touch 200")
-	if res.Error != memoryText(64) {
-		t.Fatalf("got %q, want the memory text", res.Error)
+	if res.Error != memoryText(64) || res.Failure != protocol.FailureMemory {
+		t.Fatalf("got %q (%q), want the memory text", res.Error, res.Failure)
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("took %v", d)

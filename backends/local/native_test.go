@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"testing"
 	"time"
 
@@ -22,12 +23,12 @@ func TestNativeOptionsReachTheWorker(t *testing.T) {
 	code := fmt.Sprintf("async () => { try { return await (await fetch(%q)).text() } catch (e) { return e.name + ': ' + e.message } }", srv.URL)
 	for _, c := range []struct {
 		name   string
-		native webplatform.NativeOptions
+		native NativeOptions
 		want   func(string) bool
 	}{
-		{"allowed", webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, func(s string) bool { return s == `"inside"` }},
-		{"denied by default", webplatform.NativeOptions{}, func(s string) bool { return s != `"inside"` && len(s) > len(`"TypeError: "`) }},
-		{"vetoed", webplatform.NativeOptions{Vetoed: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		{"allowed", NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, func(s string) bool { return s == `"inside"` }},
+		{"denied by default", NativeOptions{}, func(s string) bool { return s != `"inside"` && len(s) > len(`"TypeError: "`) }},
+		{"vetoed", NativeOptions{Vetoed: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 			func(s string) bool { return s == `"TypeError: `+protocol.NewOutboundDisabledError().Error()+`"` }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,7 +52,7 @@ func TestNativeOptionsReachTheWorker(t *testing.T) {
 func TestRequestDenyBindsInsideTheAllowList(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "inside") }))
 	defer srv.Close()
-	ex, err := New(Options{PoolSize: 1, Native: webplatform.NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
+	ex, err := New(Options{PoolSize: 1, Native: NativeOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +67,26 @@ func TestRequestDenyBindsInsideTheAllowList(t *testing.T) {
 		{nil, `"inside"`},
 		{[]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, `"refused"`},
 	} {
-		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: code, NativeDeny: c.deny})
+		res, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{Code: code}, protocol.Policy{NativeDeny: c.deny})
 		if err != nil || res.ResultJSON != c.want {
 			t.Fatalf("deny %v: %+v, %v; want %s", c.deny, res, err, c.want)
 		}
+	}
+}
+
+// TestNativeOptionsForJob: every operator setting reaches the job, a
+// request's denied ranges go where the allow list cannot carve them out,
+// and the defaults the zero value takes are the ones NativeOptions names.
+func TestNativeOptionsForJob(t *testing.T) {
+	o := NativeOptions{Vetoed: true, Deny: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")},
+		Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, MaxResponseBytes: 1, MaxRedirects: 2, RequestTimeout: 3}
+	deny := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	want := webplatform.NativeOptions{Vetoed: true, Deny: o.Deny, DenyAlways: deny, Allow: o.Allow,
+		MaxResponseBytes: 1, MaxRedirects: 2, RequestTimeout: 3}
+	if got := o.forJob(deny); !reflect.DeepEqual(got, want) {
+		t.Fatalf("forJob = %+v, want %+v", got, want)
+	}
+	if webplatform.DefaultMaxResponseBytes != 8<<20 || webplatform.DefaultMaxRedirects != 20 || webplatform.DefaultRequestTimeout != 30*time.Second {
+		t.Fatal("the web platform's native defaults moved; NativeOptions' comments name the old ones")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"os"
 	"runtime"
 	"time"
@@ -116,7 +117,7 @@ type Options struct {
 	// WorkerIdleTimeout stops a tenant's worker that ran nothing for this
 	// long. Default: DefaultWorkerIdleTimeout.
 	WorkerIdleTimeout time.Duration
-	// Shares gives each tenant's share of the pool (ExecuteRequest.Tenant);
+	// Shares gives each tenant's share of the pool (Policy.Tenant);
 	// it is called on every placement, so it may change while the
 	// executor runs. Nil gives every tenant the default share.
 	Shares func(tenant string) Share
@@ -158,11 +159,9 @@ type Options struct {
 	// slog.Default().
 	Logger *slog.Logger
 	// Native configures fetch in the native mode (a request that left
-	// outbound absent): Vetoed is the operator's veto (no network at all),
-	// and the deny list, response cap, redirect policy and per-request
-	// timeout apply otherwise. The zero value allows native fetch with
-	// webplatform.DefaultDeny.
-	Native webplatform.NativeOptions
+	// outbound absent). The zero value allows it, under the default deny
+	// list.
+	Native NativeOptions
 	// WorkerUser is who worker processes run as when the gateway runs as
 	// root: a user name or "uid:gid". Default "65534:65534" (nobody); a
 	// user whose uid is 0 keeps them root. Ignored when the gateway is not
@@ -176,6 +175,48 @@ type Options struct {
 	NoSeccomp bool
 
 	cred workerCred // WorkerUser resolved
+}
+
+// NativeOptions are the operator's settings for the native outbound mode,
+// where the worker performs a program's requests itself. The zero value
+// allows native fetch, denies loopback, private, link-local and reserved
+// ranges (docs/security.md lists them), and takes the default bounds.
+type NativeOptions struct {
+	// Vetoed is the operator's veto of native mode: a run that asked the
+	// executor to fetch for itself gets no network at all.
+	Vetoed bool
+	// Deny adds address ranges to the default deny list. Both are checked
+	// against every address dialed, after DNS resolution, on every
+	// redirect hop.
+	Deny []netip.Prefix
+	// Allow carves ranges out of the deny lists (an internal API programs
+	// may reach, a test server on loopback). A Policy's NativeDeny binds
+	// even inside it.
+	Allow []netip.Prefix
+	// MaxResponseBytes caps one response body after content decoding;
+	// 0 takes the default, 8 MiB.
+	MaxResponseBytes int64
+	// MaxRedirects is how many redirects one request follows; 0 takes the
+	// default, 20, and a negative value follows none.
+	MaxRedirects int
+	// RequestTimeout bounds one request, headers and body; 0 takes the
+	// default, 30 s. The run's own bound still applies above it.
+	RequestTimeout time.Duration
+}
+
+// forJob is o as a job carries it into the worker, with a request's own
+// denied ranges added. Those bind even inside the allow list, which carves
+// exceptions out of the operator's deny list, never out of the request's.
+func (o NativeOptions) forJob(deny []netip.Prefix) webplatform.NativeOptions {
+	return webplatform.NativeOptions{
+		Vetoed:           o.Vetoed,
+		Deny:             o.Deny,
+		DenyAlways:       deny,
+		Allow:            o.Allow,
+		MaxResponseBytes: o.MaxResponseBytes,
+		MaxRedirects:     o.MaxRedirects,
+		RequestTimeout:   o.RequestTimeout,
+	}
 }
 
 // Share is one tenant's share of a pool.

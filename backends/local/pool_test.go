@@ -402,8 +402,8 @@ func TestParentKillsAtDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Error != protocol.NewExecutionTimeoutError(300).Error() {
-		t.Fatalf("got %q, want the timeout text", res.Error)
+	if res.Error != protocol.NewExecutionTimeoutError(300).Error() || res.Failure != protocol.FailureTimeout {
+		t.Fatalf("got %q (%q), want the timeout text", res.Error, res.Failure)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("took %v", d)
@@ -462,8 +462,8 @@ func TestParentClockCountsComputeDuringHostCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Error != protocol.NewExecutionTimeoutError(300).Error() {
-		t.Fatalf("got %q, want the timeout text", res.Error)
+	if res.Error != protocol.NewExecutionTimeoutError(300).Error() || res.Failure != protocol.FailureTimeout {
+		t.Fatalf("got %q (%q), want the timeout text", res.Error, res.Failure)
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Fatalf("took %v", d)
@@ -618,7 +618,7 @@ func waitWarm(t *testing.T, e *Executor, n int64) {
 // process id.
 func pidFor(t *testing.T, e *Executor, tenant string) int {
 	t.Helper()
-	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid", Tenant: tenant})
+	res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "pid"}, protocol.Policy{Tenant: tenant})
 	if err != nil || res.HasError {
 		t.Fatalf("pid for %q: %+v, %v", tenant, res, err)
 	}

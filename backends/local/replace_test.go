@@ -27,7 +27,7 @@ func TestRunPlacedOnADyingWorkerIsPlacedAgain(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := e.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 6 * 7", Tenant: "t"})
+	res, err := e.ExecuteWith(ctx, &protocol.ExecuteRequest{Code: "async () => 6 * 7"}, protocol.Policy{Tenant: "t"})
 	if err != nil || res.ResultJSON != "42" {
 		t.Fatalf("got %+v, %v; want 42 from a second worker", res, err)
 	}
@@ -46,7 +46,7 @@ func TestRunPlacedTwiceOnDyingWorkersFails(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := e.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 6 * 7", Tenant: "t"})
+	_, err := e.ExecuteWith(ctx, &protocol.ExecuteRequest{Code: "async () => 6 * 7"}, protocol.Policy{Tenant: "t"})
 	const want = "The worker process for this execution exited before it started; nothing ran. Run it again."
 	if protocol.CodeOf(err) != protocol.CodeWorkerCrashed || err.Error() != want {
 		t.Fatalf("got %v (code %q), want WORKER_CRASHED %q", err, protocol.CodeOf(err), want)

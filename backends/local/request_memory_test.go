@@ -29,7 +29,7 @@ func TestRequestLowersTheMemoryLimit(t *testing.T) {
 		{256, ""}, // above the executor's: the executor's 128 MB applies
 		{32, protocol.NewMemoryLimitError(32).Error()},
 	} {
-		res, err := ex.Execute(ctx, &protocol.ExecuteRequest{Code: grow, MemoryLimitMB: c.limit, Timeout: protocol.TimeoutOf(30000)})
+		res, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{Code: grow, Timeout: protocol.TimeoutOf(30000)}, protocol.Policy{MemoryLimitMB: c.limit})
 		if err != nil {
 			t.Fatal(err)
 		}

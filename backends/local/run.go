@@ -50,6 +50,9 @@ type run struct {
 	// (held) once Execute kept it.
 	granted bool
 	held    atomic.Pointer[held]
+	// handlesClosed is the caller's Policy.HandlesClosed, called when the
+	// retained execution closes.
+	handlesClosed func(executionID string)
 }
 
 const (
@@ -306,20 +309,20 @@ func (d deathNote) kind() deathKind {
 	return deathCrashed
 }
 
-// bound is the declared failure text a death reports to run r: the one
-// blamed for a bound only stopping the process could hold. Empty when r is
-// not to blame.
-func (d deathNote) bound(r *run) (text string, overrun bool) {
+// bound is the declared failure a death reports to run r: the one blamed
+// for a bound only stopping the process could hold. Nil when r is not to
+// blame.
+func (d deathNote) bound(r *run) error {
 	if d.closed || d.blamed != r.id {
-		return "", false
+		return nil
 	}
 	switch {
 	case d.reason == killMemory || (d.oom && d.reason != killOverrun):
-		return protocol.NewMemoryLimitError(r.job.MemoryLimitMB).Error(), false
+		return protocol.NewMemoryLimitError(r.job.MemoryLimitMB)
 	case d.reason == killOverrun:
-		return protocol.NewExecutionTimeoutError(r.job.TimeoutMs).Error(), true
+		return protocol.NewExecutionTimeoutError(r.job.TimeoutMs)
 	}
-	return "", false
+	return nil
 }
 
 // fault is the fault a death is to run r when no bound of its own ended it.
@@ -339,18 +342,18 @@ func (r *run) died(d deathNote) error {
 	r.traceDeath(d)
 	r.runCancel()
 	r.heldCancel()
-	text, overrun := d.bound(r)
+	bound := d.bound(r)
 	if h := r.held.Load(); h != nil {
-		h.end(text, d.fault())
+		h.end(bound, d.fault())
 		return h.endErr
 	}
 	var out runOutcome
 	switch {
-	case text != "" && overrun && r.cancelledAt.Load() != 0:
+	case protocol.FailureOf(bound) == protocol.FailureTimeout && r.cancelledAt.Load() != 0:
 		// Killed for holding on past its cancel: the caller has its answer.
 		out.err = context.Canceled
-	case text != "":
-		out.res = failure(text)
+	case bound != nil:
+		out.res = failure(bound)
 	default:
 		out.err = d.fault()
 	}

@@ -151,5 +151,6 @@ func scriptedEnvelope(ctx context.Context, job sandbox.Job, host sandbox.Host) *
 }
 
 func causeResult(ctx context.Context) *protocol.ExecuteResult {
-	return &protocol.ExecuteResult{Error: context.Cause(ctx).Error(), HasError: true}
+	cause := context.Cause(ctx)
+	return &protocol.ExecuteResult{Error: cause.Error(), HasError: true, Failure: protocol.FailureOf(cause)}
 }

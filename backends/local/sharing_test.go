@@ -45,15 +45,17 @@ func (g *gatedTool) count() int {
 }
 
 // parkedRequest awaits one call of the gated tool and returns n + 1.
-func parkedRequest(g *gatedTool, tenant string, n int) *protocol.ExecuteRequest {
+func parkedRequest(g *gatedTool, n int) *protocol.ExecuteRequest {
 	return &protocol.ExecuteRequest{
 		Code:      fmt.Sprintf("async () => (await t.wait(%d)) + 1", n),
 		Providers: []protocol.ProviderDescriptor{{Name: "t", Tools: []string{"wait"}}},
 		Dispatch:  g.dispatch,
-		Tenant:    tenant,
 		Timeout:   protocol.TimeoutOf(500), // the wait spends none of it
 	}
 }
+
+// tenantT is the policy of the one tenant the sharing tests run.
+var tenantT = protocol.Policy{Tenant: "t"}
 
 // A run waiting on its host holds a place in a worker, not a process: 100
 // parked runs of one tenant live in the tenant's one worker process, and
@@ -66,7 +68,7 @@ func TestParkedRunsShareOneWorker(t *testing.T) {
 	results := make(chan error, n)
 	for i := range n {
 		go func() {
-			res, err := e.Execute(testCtx(t), parkedRequest(g, "t", i))
+			res, err := e.ExecuteWith(testCtx(t), parkedRequest(g, i), tenantT)
 			switch {
 			case err != nil:
 				results <- err
@@ -129,18 +131,17 @@ func TestSiblingMemoryBombEndsAlone(t *testing.T) {
 	g := newGatedTool()
 	parked := make(chan *protocol.ExecuteResult, 1)
 	go func() {
-		res, err := e.Execute(testCtx(t), parkedRequest(g, "t", 41))
+		res, err := e.ExecuteWith(testCtx(t), parkedRequest(g, 41), tenantT)
 		if err != nil {
 			t.Error(err)
 		}
 		parked <- res
 	}()
 	waitFor(t, func() bool { return g.count() == 1 })
-	res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{
+	res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
 		Code:    "async () => { const a = []; while (true) a.push('x'.repeat(1000) + a.length) }",
-		Tenant:  "t",
 		Timeout: protocol.TimeoutOf(30000),
-	})
+	}, tenantT)
 	if err != nil || res.Error != protocol.NewMemoryLimitError(64).Error() {
 		t.Fatalf("the bomb: %+v, %v", res, err)
 	}
@@ -161,7 +162,7 @@ func TestSiblingSpinsWhileAToolAnswerArrives(t *testing.T) {
 	g := newGatedTool()
 	parked := make(chan *protocol.ExecuteResult, 1)
 	go func() {
-		res, err := e.Execute(testCtx(t), parkedRequest(g, "t", 1)) // a 500 ms bound
+		res, err := e.ExecuteWith(testCtx(t), parkedRequest(g, 1), tenantT) // a 500 ms bound
 		if err != nil {
 			t.Error(err)
 		}
@@ -170,9 +171,9 @@ func TestSiblingSpinsWhileAToolAnswerArrives(t *testing.T) {
 	waitFor(t, func() bool { return g.count() == 1 })
 	spun := make(chan *protocol.ExecuteResult, 1)
 	go func() {
-		res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{
-			Code: "async () => { while (true) {} }", Tenant: "t", Timeout: protocol.TimeoutOf(1500),
-		})
+		res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
+			Code: "async () => { while (true) {} }", Timeout: protocol.TimeoutOf(1500),
+		}, tenantT)
 		if err != nil {
 			t.Error(err)
 		}
@@ -201,13 +202,13 @@ func TestGoCodePastDeadlineSparesNoSiblingButBlamesNone(t *testing.T) {
 	defer close(g.release)
 	parked := make(chan error, 1)
 	go func() {
-		_, err := e.Execute(testCtx(t), parkedRequest(g, "t", 1))
+		_, err := e.ExecuteWith(testCtx(t), parkedRequest(g, 1), tenantT)
 		parked <- err
 	}()
 	waitFor(t, func() bool { return g.count() == 1 })
-	res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{
-		Code: "async () => /^(a+)+(?=c)/.test('a'.repeat(40) + 'b')", Tenant: "t", Timeout: protocol.TimeoutOf(300),
-	})
+	res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
+		Code: "async () => /^(a+)+(?=c)/.test('a'.repeat(40) + 'b')", Timeout: protocol.TimeoutOf(300),
+	}, tenantT)
 	if err != nil || res.Error != protocol.NewExecutionTimeoutError(300).Error() {
 		t.Fatalf("the backtracking run: %+v, %v", res, err)
 	}
@@ -216,7 +217,7 @@ func TestGoCodePastDeadlineSparesNoSiblingButBlamesNone(t *testing.T) {
 	if protocol.CodeOf(err) != protocol.CodeWorkerCrashed || !protocol.IsRetryable(err) || err.Error() != want {
 		t.Fatalf("the sibling: %v, want WORKER_CRASHED with %q", err, want)
 	}
-	res, err = e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1", Tenant: "t"})
+	res, err = e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"}, tenantT)
 	if err != nil || res.ResultJSON != "1" {
 		t.Fatalf("the next run: %+v, %v", res, err)
 	}
@@ -232,7 +233,7 @@ func TestBusyTenantDoesNotStallAnother(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "spin 1500\npid", Tenant: "b", Timeout: protocol.TimeoutOf(60000)})
+			e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "spin 1500\npid", Timeout: protocol.TimeoutOf(60000)}, protocol.Policy{Tenant: "b"})
 		}()
 	}
 	waitFor(t, func() bool { return e.Stats().Runs == 4 })

@@ -245,9 +245,9 @@ func (w *worker) sessionEnded(r *run, h *held, m *message) {
 		return
 	}
 	if m.Broken {
-		h.end("", sandbox.InternalFault())
+		h.end(nil, sandbox.InternalFault())
 	} else {
-		h.end(m.Err, nil)
+		h.end(h.boundError(m.Failure, m.Err), nil)
 	}
 }
 

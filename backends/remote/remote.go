@@ -1,7 +1,8 @@
 // Package remote is the executor backend that runs programs on a remote
 // executor server: it speaks the contract's ExecutorApi over a capnweb
-// WebSocket session and implements protocol.Executor, so the gateway (or
-// any Go application) uses a remote server exactly like the local backend.
+// WebSocket session and implements protocol.PolicyExecutor, so the gateway
+// (or any Go application) uses a remote server exactly like the local
+// backend.
 //
 // One connection carries many executions at once. When it dies, every call
 // in flight fails with CONNECTION_BROKEN and is never replayed; the next
@@ -42,7 +43,7 @@ type Options struct {
 
 const firstBackoff = 100 * time.Millisecond
 
-// Executor is a protocol.Executor on a remote executor server.
+// Executor is a protocol.PolicyExecutor on a remote executor server.
 type Executor struct {
 	url  string
 	opts Options
@@ -145,13 +146,20 @@ func (e *Executor) live(ctx context.Context) (*executorapi.Client, error) {
 	return client, nil
 }
 
-// Execute implements protocol.Executor.
+// Execute implements protocol.Executor: ExecuteWith with no policy.
 func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return e.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor. Of p only HandlesClosed
+// applies: the rest has no wire form, and the server holds executions to
+// its own operator's bounds.
+func (e *Executor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	c, err := e.live(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return c.Execute(ctx, req)
+	return c.ExecuteWith(ctx, req, p)
 }
 
 // InvokeHandle implements protocol.Executor. Handles live on the server,
@@ -189,4 +197,4 @@ func (e *Executor) Close() error {
 	return nil
 }
 
-var _ protocol.Executor = (*Executor)(nil)
+var _ protocol.PolicyExecutor = (*Executor)(nil)

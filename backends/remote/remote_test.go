@@ -536,7 +536,7 @@ func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
 		"async () => ({ fetch: (req) => { if (req.url.endsWith('/spin')) { while (true) {} } return new Response('ok') } })",
 		protocol.TimeoutOf(300))
 	_, err := client.InvokeHandle(ctx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/spin"})
-	if err == nil || !protocol.MatchesExecutionTimeout(executorapi.Message(err)) || !executorapi.EndsHandles(err) {
+	if err == nil || executorapi.Message(err) != protocol.NewExecutionTimeoutError(300).Error() {
 		t.Fatalf("a spinning handler gave %v, want the timeout text", err)
 	}
 	waitFor(t, func() bool { return sess.Stats() == base }, "the outbound stub to be released: %+v, want %+v", sess.Stats(), base)

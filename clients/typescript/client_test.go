@@ -9,18 +9,24 @@ package tsclient
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
 )
 
 // TestTypeScriptPackage builds the package with tsc (strict, ESM and
-// declarations), type-checks test/types (ExecutorApi types capnweb's stub)
-// and every example against it, and runs the
-// package's own tests (Node's test runner) against the real gateway binary,
-// which each test file starts and stops itself.
+// declarations), type-checks test/types (ExecutorApi types capnweb's stub),
+// the AI SDK adapter against ai 7's types and every example against it, and
+// runs the package's own tests (Node's test runner) against the real
+// gateway binary, which each test file starts and stops itself; then the
+// AI SDK adapter's tests again, on ai 7 under test/ai7's Node.js 22.
 func TestTypeScriptPackage(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed: the TypeScript client's tests need Node.js 20 or later")
@@ -32,6 +38,10 @@ func TestTypeScriptPackage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("..", "..", "examples", "node_modules", "@codemode-gateway", "client")); err != nil {
 		t.Fatal("examples/node_modules is missing: run `make client-deps` (npm ci)")
 	}
+	node22 := filepath.Join("test", "ai7", "node_modules", ".bin", "node")
+	if _, err := os.Stat(node22); err != nil {
+		t.Fatal("clients/typescript/test/ai7/node_modules is missing: run `make client-deps` (npm ci)")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
@@ -39,8 +49,10 @@ func TestTypeScriptPackage(t *testing.T) {
 	run(t, ctx, nil, "go", "build", "-o", bin, "../../cmd/gateway")
 	run(t, ctx, nil, tsc, "-p", "tsconfig.json")
 	run(t, ctx, nil, tsc, "-p", "tsconfig.types.json")
+	run(t, ctx, nil, tsc, "-p", "tsconfig.ai7.json")
 	run(t, ctx, nil, tsc, "-p", filepath.Join("..", "..", "examples", "tsconfig.json"), "--noEmit")
-	env := []string{"GATEWAY_BIN=" + bin}
+	rcv, spans := spanReceiver(t)
+	env := []string{"GATEWAY_BIN=" + bin, "OTLP_TRACES_URL=" + rcv.URL(), "OTLP_SPANS_URL=" + spans}
 	if chromium := os.Getenv("CHROMIUM"); chromium != "" {
 		env = append(env, "CHROMIUM="+chromium)
 	}
@@ -49,6 +61,34 @@ func TestTypeScriptPackage(t *testing.T) {
 		t.Fatalf("no test files: %v", err)
 	}
 	run(t, ctx, env, "node", append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, files...)...)
+	run(t, ctx, append(env, "AI_SDK_MAJOR=7"), node22, "--import", "./test/ai7/resolve-ai.mjs", "--test", "--test-reporter=spec", filepath.Join("test", "ai.test.mjs"))
+}
+
+// receivedSpan is what test/tracing.test.mjs reads of a span the gateway
+// exported.
+type receivedSpan struct {
+	Name         string `json:"name"`
+	TraceID      string `json:"traceId"`
+	SpanID       string `json:"spanId"`
+	ParentSpanID string `json:"parentSpanId"`
+}
+
+// spanReceiver runs an OTLP receiver for the gateways the tests start, and
+// a loopback server that lists what it received as JSON for the tests to
+// read; both close with the test.
+func spanReceiver(t *testing.T) (*otlptest.Receiver, string) {
+	rcv := otlptest.Start()
+	t.Cleanup(rcv.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		out := []receivedSpan{}
+		for _, s := range rcv.Spans() {
+			out = append(out, receivedSpan{Name: s.Name, TraceID: s.TraceID(), SpanID: s.ID(), ParentSpanID: s.ParentID()})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(srv.Close)
+	return rcv, srv.URL
 }
 
 func run(t *testing.T, ctx context.Context, env []string, name string, args ...string) {

@@ -10,7 +10,7 @@ import (
 )
 
 // Client calls ExecutorApi on one capnweb session. It implements
-// protocol.Executor except Close, which belongs to whoever owns the
+// protocol.PolicyExecutor except Close, which belongs to whoever owns the
 // session; backends/remote adds dialing and reconnection around it.
 type Client struct {
 	main *capnweb.Stub
@@ -51,15 +51,22 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Execute implements protocol.Executor.
+// Execute implements protocol.Executor: ExecuteWith with no policy.
 func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return c.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor. Of p only HandlesClosed
+// applies: the rest of a policy has no wire form, and the server applies
+// its own operator's.
+func (c *Client) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	opts, err := optionsToWire(req)
 	if err != nil {
 		var kind *protocol.UnsupportedModuleKindError
 		if errors.As(err, &kind) {
 			// The map cannot cross the wire; the model reads why, in the
 			// envelope, exactly as the local executor reports it.
-			return &protocol.ExecuteResult{Error: kind.Error(), HasError: true}, nil
+			return &protocol.ExecuteResult{Error: kind.Error(), HasError: true, Failure: protocol.FailureOf(kind)}, nil
 		}
 		return nil, err
 	}
@@ -69,8 +76,8 @@ func (c *Client) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*pr
 		dispatch = dispatchFunc(req.Dispatch)
 	}
 	var watch *handlesWatch
-	if req.RetainHandles && req.HandlesClosed != nil {
-		watch = newHandlesWatch(req.HandlesClosed)
+	if req.RetainHandles && p.HandlesClosed != nil {
+		watch = newHandlesWatch(p.HandlesClosed)
 		if req.Outbound.Func() == nil && c.lendsLifetime {
 			opts = append(opts, capnweb.Field{Key: extensionHandlesLifetime, Value: &handlesLifetime{watch: watch}})
 		}
@@ -176,17 +183,15 @@ func Message(err error) string {
 }
 
 // EndsHandles reports whether an invokeHandle error means the execution's
-// handles are gone: HANDLES_CLOSED, or a run bound (timeout, memory) that
-// ended the invocation and closed them.
+// handles are gone: HANDLES_CLOSED, or a run bound (an
+// *ExecutionTimeoutError or *MemoryLimitError, as an executor in this
+// process returns it) that ended the invocation and closed them. It reads
+// types, never texts: a bound's text that crossed the wire is no proof
+// (the handler may have thrown it), so a Client learns of those closes
+// from the server releasing the execution's outbound function or its
+// handlesLifetime, or from HANDLES_CLOSED on its next call.
 func EndsHandles(err error) bool {
-	if err == nil {
-		return false
-	}
-	if protocol.CodeOf(err) == protocol.CodeHandlesClosed {
-		return true
-	}
-	m := Message(err)
-	return protocol.MatchesExecutionTimeout(m) || protocol.MatchesMemoryLimit(m)
+	return err != nil && (protocol.CodeOf(err) == protocol.CodeHandlesClosed || protocol.FailureOf(err).EndsHandles())
 }
 
 // dispatchFunc exports a DispatchFunc as a callable capnweb value with the

@@ -13,9 +13,9 @@ import (
 // drops its duplicate of the caller's outbound function when the handles
 // close (the contract keeps it until then, not longer), and a session that
 // ends takes that duplicate and the server's reach into it along. A Client
-// watches both and calls the request's HandlesClosed then.
+// watches both and calls the policy's HandlesClosed then.
 
-// handlesWatch calls a request's HandlesClosed once, with the granted id,
+// handlesWatch calls a policy's HandlesClosed once, with the granted id,
 // when the server let go of the execution.
 type handlesWatch struct {
 	fn    func(executionID string)

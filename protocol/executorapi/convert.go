@@ -405,6 +405,9 @@ func resultToWire(m protocol.ExecuteResultMessage) capnweb.Object {
 	if u := m.Usage; u != nil {
 		o = append(o, capnweb.Field{Key: "usage", Value: usageToWire(u)})
 	}
+	if m.Failure != protocol.FailureNone {
+		o = append(o, capnweb.Field{Key: "failure", Value: string(m.Failure)})
+	}
 	return o
 }
 
@@ -424,6 +427,10 @@ func resultFromWire(v any) (*protocol.ExecuteResult, error) {
 			return nil, protocolMismatch("ExecuteResultMessage.error must be a string")
 		}
 		r.Error, r.HasError = s, true
+		// An extension: a kind this client cannot read is ignored.
+		if f, _ := m["failure"].(string); protocol.FailureKind(f).Known() {
+			r.Failure = protocol.FailureKind(f)
+		}
 	}
 	if logs, present := m["logs"]; present && !isAbsent(logs) {
 		list, ok := logs.([]any)

@@ -15,8 +15,11 @@ type renamingExecutor struct {
 	closed chan func(string)
 }
 
-func (e *renamingExecutor) Execute(_ context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
-	e.closed <- req.HandlesClosed
+func (e *renamingExecutor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return e.ExecuteWith(ctx, req, protocol.Policy{})
+}
+func (e *renamingExecutor) ExecuteWith(_ context.Context, _ *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
+	e.closed <- p.HandlesClosed
 	return &protocol.ExecuteResult{ExecutionID: "outer", Handles: []string{"fetch"}}, nil
 }
 func (*renamingExecutor) InvokeHandle(context.Context, string, string, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
@@ -33,14 +36,13 @@ func TestKeptStubGoesWhenTheExecutorClosesTheHandles(t *testing.T) {
 	srv := NewServer(ex, ServerOptions{})
 	ctx, client := connect(t, srv)
 	heard := make(chan string, 1)
-	res, err := client.Execute(ctx, &protocol.ExecuteRequest{
+	res, err := client.ExecuteWith(ctx, &protocol.ExecuteRequest{
 		Code:          "async () => () => new Response('')",
 		RetainHandles: true,
 		Outbound: protocol.OutboundVia(func(context.Context, protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 			return protocol.OutboundResponse{Status: 200}, nil
 		}),
-		HandlesClosed: func(id string) { heard <- id },
-	})
+	}, protocol.Policy{HandlesClosed: func(id string) { heard <- id }})
 	if err != nil || res.ExecutionID != "outer" {
 		t.Fatalf("%+v, %v", res, err)
 	}

@@ -87,12 +87,11 @@ func startLifetimeEnv(t *testing.T, ctx context.Context, hideExtensions bool) *l
 func (e *lifetimeEnv) retain(t *testing.T, ctx context.Context, mode protocol.Outbound) (string, chan string) {
 	t.Helper()
 	heard := make(chan string, 1)
-	res, err := e.client.Execute(ctx, &protocol.ExecuteRequest{
+	res, err := e.client.ExecuteWith(ctx, &protocol.ExecuteRequest{
 		Code:          "retain",
 		RetainHandles: true,
 		Outbound:      mode,
-		HandlesClosed: func(id string) { heard <- id },
-	})
+	}, protocol.Policy{HandlesClosed: func(id string) { heard <- id }})
 	if err != nil || res.ExecutionID == "" {
 		t.Fatalf("no grant: %+v, %v", res, err)
 	}

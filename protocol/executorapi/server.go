@@ -221,7 +221,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		}
 		// A module map the rules refuse is a declared failure: it goes to
 		// the model in the envelope, as the local executor reports it.
-		return resultToWire(protocol.ResultMessageOf(&protocol.ExecuteResult{Error: err.Error(), HasError: true})), nil
+		return resultToWire(protocol.ResultMessageOf(&protocol.ExecuteResult{Error: err.Error(), HasError: true, Failure: protocol.FailureOf(err)})), nil
 	}
 	switch d := arg(args, 3).(type) {
 	case *capnweb.Stub:
@@ -273,10 +273,11 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		}
 		kept.add(lifetime.Dup())
 	}
+	var policy protocol.Policy
 	if kept != nil {
 		// (Release is idempotent; a close that beats keep leaves a
 		// released entry that goes with the session.)
-		req.HandlesClosed = func(string) {
+		policy.HandlesClosed = func(string) {
 			// The table is keyed by the id this server answered with,
 			// whatever id the executor names.
 			<-granted
@@ -290,7 +291,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.BytesIn.Int(requestBytes(req)))
 	}
-	res, err := s.exec.Execute(ctx, req)
+	res, err := s.run(ctx, req, policy)
 	if err != nil {
 		kept.release()
 		return nil, err
@@ -318,6 +319,17 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		}
 	}
 	return resultToWire(msg), nil
+}
+
+// run executes req, with p when the executor takes a Policy (a gateway's
+// tenant, an executor server, the local backend). Another executor runs
+// req alone, and its kept stubs go when its handles are closed through
+// this server or the session ends.
+func (s *Server) run(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
+	if pe, ok := s.exec.(protocol.PolicyExecutor); ok {
+		return pe.ExecuteWith(ctx, req, p)
+	}
+	return s.exec.Execute(ctx, req)
 }
 
 func wireSize(m protocol.ExecuteResultMessage) (int, error) {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +81,14 @@ func wantError(t *testing.T, res *protocol.ExecuteResult, want string) {
 	}
 	if res.ResultJSON != "" {
 		t.Fatalf("a failed run also carries a result: %s", res.ResultJSON)
+	}
+}
+
+// wantFailure requires the kind of failure the executor reports.
+func wantFailure(t *testing.T, res *protocol.ExecuteResult, want protocol.FailureKind) {
+	t.Helper()
+	if res.Failure != want {
+		t.Fatalf("failure %q (error %q), want %q", res.Failure, res.Error, want)
 	}
 }
 
@@ -358,10 +367,19 @@ var cases = []testCase{
 		if !res.HasError || !strings.Contains(res.Error, string(protocol.PartRunAnswer)) || res.ResultJSON != "" {
 			t.Fatalf("got %+v, want PayloadTooLargeError's text for the run's answer", res)
 		}
+		wantFailure(t, res, protocol.FailurePayload)
 	}},
 	{"bounds/timeout text", func(t *testing.T, ex protocol.Executor) {
 		res := execute(t, ex, &protocol.ExecuteRequest{Code: "async () => { while (true) {} }", Timeout: protocol.TimeoutOf(300)})
 		wantError(t, res, protocol.NewExecutionTimeoutError(300).Error())
+		wantFailure(t, res, protocol.FailureTimeout)
+	}},
+	{"bounds/a thrown bound's text is thrown", func(t *testing.T, ex protocol.Executor) {
+		for _, text := range []string{protocol.NewExecutionTimeoutError(300).Error(), protocol.NewMemoryLimitError(protocol.DefaultMemoryLimitMB).Error()} {
+			res := execute(t, ex, &protocol.ExecuteRequest{Code: "async () => { throw new Error(" + strconv.Quote(text) + ") }", Timeout: protocol.TimeoutOf(300)})
+			wantError(t, res, text)
+			wantFailure(t, res, protocol.FailureThrown)
+		}
 	}},
 	{"bounds/a tool call does not spend the run clock", func(t *testing.T, ex protocol.Executor) {
 		res := execute(t, ex, &protocol.ExecuteRequest{
@@ -398,6 +416,7 @@ var cases = []testCase{
 	{"bounds/memory limit text", func(t *testing.T, ex protocol.Executor) {
 		res := execute(t, ex, &protocol.ExecuteRequest{Code: "async () => { const a = []; while (true) a.push('x'.repeat(1 << 16) + a.length) }", Timeout: protocol.TimeoutOf(60000)})
 		wantError(t, res, protocol.NewMemoryLimitError(protocol.DefaultMemoryLimitMB).Error())
+		wantFailure(t, res, protocol.FailureMemory)
 		// The executor keeps serving.
 		wantValue(t, execute(t, ex, &protocol.ExecuteRequest{Code: "async () => 'still here'"}), "still here")
 	}},

@@ -13,13 +13,14 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// Recorder is a protocol.Executor for tests of what sits in front of an
+// Recorder is a protocol.PolicyExecutor for tests of what sits in front of an
 // executor (the wire, the gateway). It records every request it receives
 // and acts on a small command language in the code, so each test states
 // what the far side does:
 //
 //	"result:<json>"         returns <json> as the run's value
 //	"error:<text>"          returns <text> as the run's error
+//	"failure:<kind>:<text>" returns <text> as the run's error, of that FailureKind
 //	"dispatch:<p>:<t>:<a>"  makes one tool call and returns its envelope
 //	"fetch:<url>"           makes one outbound request, returns status and body
 //	"retain"                grants handles that answer through the outbound stub
@@ -52,7 +53,14 @@ func (f *Recorder) Last() *protocol.ExecuteRequest {
 	return f.requests[len(f.requests)-1]
 }
 
+// Execute implements protocol.Executor: ExecuteWith with no policy.
 func (f *Recorder) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return f.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor; of p it keeps the
+// HandlesClosed of a retained execution.
+func (f *Recorder) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	f.mu.Unlock()
@@ -62,6 +70,9 @@ func (f *Recorder) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 		return &protocol.ExecuteResult{ResultJSON: rest, Logs: []protocol.LogLine{{Level: protocol.LogLevelLog, Text: "ran"}}}, nil
 	case "error":
 		return &protocol.ExecuteResult{Error: rest, HasError: true}, nil
+	case "failure":
+		kind, text, _ := strings.Cut(rest, ":")
+		return &protocol.ExecuteResult{Error: text, HasError: true, Failure: protocol.FailureKind(kind)}, nil
 	case "dispatch":
 		parts := strings.SplitN(rest, ":", 3)
 		if req.Dispatch == nil {
@@ -90,8 +101,8 @@ func (f *Recorder) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 		rand.Read(id)
 		f.mu.Lock()
 		f.handles[hex.EncodeToString(id)] = req.Outbound.Func()
-		if req.HandlesClosed != nil {
-			f.onClosed[hex.EncodeToString(id)] = req.HandlesClosed
+		if p.HandlesClosed != nil {
+			f.onClosed[hex.EncodeToString(id)] = p.HandlesClosed
 		}
 		f.mu.Unlock()
 		return &protocol.ExecuteResult{ExecutionID: hex.EncodeToString(id), Handles: []string{"fetch"}}, nil
@@ -124,6 +135,17 @@ func (f *Recorder) InvokeHandle(ctx context.Context, id, handle string, req prot
 	}
 	if req.URL == "big" {
 		return protocol.OutboundResponse{Status: 200, Body: make([]byte, 4096)}, nil
+	}
+	if text, ok := strings.CutPrefix(req.URL, "reject:"); ok {
+		// A handler's throw: the invocation fails with text, the handles
+		// serve on.
+		return protocol.OutboundResponse{}, errors.New(text)
+	}
+	if req.URL == "spin" {
+		// A handler past its bound: the bound ends the invocation and
+		// closes the handles.
+		f.end(id)
+		return protocol.OutboundResponse{}, protocol.NewExecutionTimeoutError(300)
 	}
 	if fn == nil {
 		return protocol.OutboundResponse{Status: 200, StatusText: "OK", Body: append([]byte("echo:"), req.Body...)}, nil
@@ -160,7 +182,7 @@ func (f *Recorder) ExpireAll() int {
 }
 
 // end forgets id's handles and calls its HandlesClosed, on its own
-// goroutine, as the contract's Go surface says.
+// goroutine, as protocol.Policy says.
 func (f *Recorder) end(id string) {
 	f.mu.Lock()
 	delete(f.handles, id)

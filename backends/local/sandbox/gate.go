@@ -45,7 +45,7 @@ func (s *session) enter(clock *runClock) bool {
 	if !s.gate.Enter(s.ctx, left) {
 		if !s.stopped {
 			s.stopped = true
-			s.fatal = s.cancelText()
+			s.fatal = s.cancelled()
 		}
 		return false
 	}

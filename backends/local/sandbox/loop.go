@@ -38,16 +38,16 @@ func (s *session) loop(kept *Retained) {
 			s.work(func() { s.startInvocation(inv) })
 		case <-expired:
 			s.stopped = true
-			s.fatal = s.timeoutText()
+			s.fatal = s.timedOut()
 			if s.ctx.Err() != nil {
-				s.fatal = s.cancelText()
+				s.fatal = s.cancelled()
 			}
 		case <-s.ctx.Done():
 			s.stopped = true
-			s.fatal = s.cancelText()
+			s.fatal = s.cancelled()
 		case <-closed:
 			s.stopped = true
-			s.fatal = ""
+			s.fatal = failure{}
 		}
 		wait.Stop()
 		if s.inv != nil && s.inv.answered {

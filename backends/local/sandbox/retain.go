@@ -25,6 +25,8 @@ type Invocation struct {
 	// or the memory limit), or empty when it was closed. Every later
 	// invocation gets the same.
 	Ended bool
+	// Failure is what ended the session, with Ended: the kind of Err.
+	Failure protocol.FailureKind
 	// Broken says the sandbox itself broke (with Ended: the session broke):
 	// the invocation fails with an INTERNAL fault, not a rejection text.
 	Broken bool
@@ -53,10 +55,10 @@ type Retained struct {
 	closeCh chan struct{}
 	once    sync.Once
 	ended   chan struct{}
-	// endText is why the session ended, and broken whether the sandbox
-	// broke; read them only after ended closed.
-	endText string
-	broken  bool
+	// end is why the session ended, and broken whether the sandbox broke;
+	// read them only after ended closed.
+	end    failure
+	broken bool
 }
 
 type pendingInvocation struct {
@@ -130,7 +132,7 @@ func (r *Retained) Invoke(req protocol.OutboundRequest) Invocation {
 }
 
 func (r *Retained) endedInvocation() Invocation {
-	return Invocation{Err: r.endText, HasErr: r.endText != "", Ended: true, Broken: r.broken}
+	return Invocation{Err: r.end.text, HasErr: r.end.text != "", Ended: true, Failure: r.end.kind, Broken: r.broken}
 }
 
 // Close ends the session: its timers stop, host calls in flight are
@@ -147,7 +149,13 @@ func (r *Retained) Done() <-chan struct{} { return r.ended }
 // empty after Close. Read it after Done is closed.
 func (r *Retained) EndText() string {
 	<-r.ended
-	return r.endText
+	return r.end.text
+}
+
+// EndFailure is the kind of EndText: what ended the session by itself.
+func (r *Retained) EndFailure() protocol.FailureKind {
+	<-r.ended
+	return r.end.kind
 }
 
 // Broken reports whether the session ended because the sandbox broke.
@@ -170,7 +178,7 @@ func (r *Retained) serve() {
 			s.inv.clock.disarm()
 		}
 		s.leave()
-		r.endText = s.fatal
+		r.end = s.fatal
 		r.broken = s.broken
 		s.release()
 		close(r.ended)

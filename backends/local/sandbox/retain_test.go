@@ -213,8 +213,8 @@ func TestCancelEndsTheSessionWithTheCause(t *testing.T) {
 	mem := protocol.NewMemoryLimitError(128)
 	cancel(mem)
 	<-r.Done()
-	if inv := r.Invoke(get("/")); !inv.Ended || inv.Err != mem.Error() {
-		t.Fatalf("after the cancel: %+v", inv)
+	if inv := r.Invoke(get("/")); !inv.Ended || inv.Err != mem.Error() || inv.Failure != protocol.FailureMemory || r.EndFailure() != protocol.FailureMemory {
+		t.Fatalf("after the cancel: %+v, end %q", inv, r.EndFailure())
 	}
 }
 
@@ -222,11 +222,11 @@ func TestCloseEndsTheSession(t *testing.T) {
 	_, r := retain(t, job(`async () => { setInterval(() => {}, 1); return () => new Response('ok') }`), nil)
 	r.Close()
 	r.Close()
-	if inv := r.Invoke(get("/")); !inv.Ended || inv.HasErr {
+	if inv := r.Invoke(get("/")); !inv.Ended || inv.HasErr || inv.Failure != protocol.FailureNone {
 		t.Fatalf("after Close: %+v", inv)
 	}
-	if r.EndText() != "" {
-		t.Fatalf("end text %q", r.EndText())
+	if r.EndText() != "" || r.EndFailure() != protocol.FailureNone {
+		t.Fatalf("end text %q (%q)", r.EndText(), r.EndFailure())
 	}
 }
 

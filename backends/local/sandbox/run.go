@@ -124,7 +124,7 @@ type session struct {
 	platform *webplatform.Platform
 	release  func() // ends the session: its context, clock and tasks
 	result   protocol.ExecuteResult
-	fatal    string // why the run stopped before settling, when it did
+	fatal    failure // why the run stopped before settling, when it did
 	stopped  bool
 	// broken says the sandbox itself broke: the run ends with an INTERNAL
 	// fault instead of an envelope.
@@ -154,9 +154,9 @@ func prepare() *session {
 
 // run executes job in the prepared session s, which it uses up.
 func (s *session) run(parent context.Context, job Job, host Host) (*protocol.ExecuteResult, *Retained) {
-	fail := func(text string) (*protocol.ExecuteResult, *Retained) {
-		return &protocol.ExecuteResult{Error: text, HasError: true, Logs: []protocol.LogLine{}}, nil
-	}
+	// What fails before the program runs (a source, a module, a provider)
+	// is the program's own failure.
+	fail := func(text string) (*protocol.ExecuteResult, *Retained) { return failed(thrown(text)), nil }
 	// Compiling is work of the run's too: the gate is held from here until
 	// the loop first waits, and again whenever it runs something. A
 	// retained session's goroutine takes it over (handedOff).
@@ -164,7 +164,7 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 	s.job = job
 	if s.gate = gateOf(host); s.gate != nil {
 		if !s.gate.Enter(parent, time.Duration(s.bound())*time.Millisecond) {
-			return fail(causeText(parent))
+			return failed(causeOf(parent)), nil
 		}
 		s.inGate = true
 		defer func() {
@@ -381,16 +381,16 @@ func (s *session) stop(err error) {
 	s.stopped = true
 	var ex *goja.Exception
 	if errors.As(err, &ex) {
-		s.fatal = s.textOf(ex.Value())
+		s.fatal = s.thrownFailure(ex.Value())
 		return
 	}
-	s.fatal = s.uncatchableText(err)
+	s.fatal = s.uncatchable(err)
 }
 
-// uncatchableText is the envelope text of an error JavaScript cannot
-// catch: an interrupt or a stack overflow. Anything else means the sandbox
-// broke: the run is marked so, and the text is empty.
-func (s *session) uncatchableText(err error) string {
+// uncatchable is the failure of an error JavaScript cannot catch: an
+// interrupt or a stack overflow. Anything else means the sandbox broke:
+// the run is marked so, and the failure is empty.
+func (s *session) uncatchable(err error) failure {
 	var ie *goja.InterruptedError
 	var so *goja.StackOverflowError
 	switch {
@@ -402,17 +402,17 @@ func (s *session) uncatchableText(err error) string {
 		case interruptBroken:
 		case interruptTimeout:
 			if s.ctx != nil && s.ctx.Err() != nil {
-				return s.cancelText()
+				return s.cancelled()
 			}
-			return s.timeoutText()
+			return s.timedOut()
 		default:
-			return s.cancelText()
+			return s.cancelled()
 		}
 	case errors.As(err, &so):
-		return StackOverflowText
+		return thrown(StackOverflowText)
 	}
 	s.broken = true
-	return ""
+	return failure{}
 }
 
 // bound is the run's bound in milliseconds: Job.TimeoutMs, read as
@@ -428,28 +428,46 @@ func (s *session) bound() int64 {
 	}
 }
 
-func (s *session) timeoutText() string {
-	return protocol.NewExecutionTimeoutError(s.bound()).Error()
+// failure is how a run failed: the envelope's text, which the model
+// reads, and its kind, which the layers above decide by.
+type failure struct {
+	text string
+	kind protocol.FailureKind
 }
 
-// cancelText is the envelope error of a run whose context ended: the
-// cause's text (a MemoryLimitError from the worker's watchdog, say).
-func (s *session) cancelText() string { return causeText(s.ctx) }
+// thrown is the failure of the program's own making whose text is text.
+func thrown(text string) failure { return failure{text: text, kind: protocol.FailureThrown} }
 
-// causeText is the text of ctx's cause.
-func causeText(ctx context.Context) string {
-	if cause := context.Cause(ctx); cause != nil {
-		return cause.Error()
+// failed is the result envelope of a run that failed with f before it
+// logged anything.
+func failed(f failure) *protocol.ExecuteResult {
+	return &protocol.ExecuteResult{Error: f.text, HasError: true, Failure: f.kind, Logs: []protocol.LogLine{}}
+}
+
+// timedOut is the failure of a run past its bound: the timeout text.
+func (s *session) timedOut() failure {
+	return failure{text: protocol.NewExecutionTimeoutError(s.bound()).Error(), kind: protocol.FailureTimeout}
+}
+
+// cancelled is the failure of a run whose context ended: the cause's
+// text and kind (a MemoryLimitError from the worker's watchdog, say).
+func (s *session) cancelled() failure { return causeOf(s.ctx) }
+
+// causeOf is the failure that ctx's cause is.
+func causeOf(ctx context.Context) failure {
+	cause := context.Cause(ctx)
+	if cause == nil {
+		cause = context.Canceled
 	}
-	return context.Canceled.Error()
+	return failure{text: cause.Error(), kind: protocol.FailureOf(cause)}
 }
 
-// textOf is the envelope text of a thrown value, computed the way the
-// bootstrap computes it for a rejection.
-func (s *session) textOf(v goja.Value) string {
+// thrownFailure is the failure of a thrown value, its text computed the
+// way the bootstrap computes it for a rejection.
+func (s *session) thrownFailure(v goja.Value) failure {
 	if s.messageOf == nil || v == nil {
 		s.broken = true
-		return ""
+		return failure{}
 	}
 	out, err := s.messageOf(goja.Undefined(), v)
 	if err != nil {
@@ -457,11 +475,11 @@ func (s *session) textOf(v goja.Value) string {
 		// overflow gets out of it.
 		if isException(err) {
 			s.broken = true
-			return ""
+			return failure{}
 		}
-		return s.uncatchableText(err)
+		return s.uncatchable(err)
 	}
-	return out.String()
+	return thrown(out.String())
 }
 
 // finish composes the result envelope.
@@ -475,7 +493,7 @@ func (s *session) finish() *protocol.ExecuteResult {
 	if !s.completed || (s.granted && s.stopped) {
 		res.ResultJSON = ""
 		res.Handles = nil
-		res.Error = s.fatal
+		res.Error, res.Failure = s.fatal.text, s.fatal.kind
 		res.HasError = true
 		if res.Error == "" {
 			// A run that stopped without saying why: nothing the envelope
@@ -485,6 +503,7 @@ func (s *session) finish() *protocol.ExecuteResult {
 	}
 	if size := protocol.RunAnswerWireSize(&res); res.HasError && size > protocol.PayloadLimit {
 		res.Error = protocol.NewPayloadTooLargeError(protocol.PartRunAnswer, size, protocol.PayloadLimit).Error()
+		res.Failure = protocol.FailurePayload
 	}
 	if s.clock != nil {
 		res.RunClock = s.clock.elapsed()
@@ -516,6 +535,7 @@ func (s *session) settle(call goja.FunctionCall) goja.Value {
 		if size := protocol.RunAnswerWireSize(&protocol.ExecuteResult{ResultJSON: text}); size > protocol.PayloadLimit {
 			s.result.HasError = true
 			s.result.Error = protocol.NewPayloadTooLargeError(protocol.PartRunAnswer, size, protocol.PayloadLimit).Error()
+			s.result.Failure = protocol.FailurePayload
 			return goja.Undefined()
 		}
 		s.result.ResultJSON = text
@@ -523,6 +543,7 @@ func (s *session) settle(call goja.FunctionCall) goja.Value {
 	}
 	s.result.HasError = true
 	s.result.Error = v.String()
+	s.result.Failure = protocol.FailureThrown
 	return goja.Undefined()
 }
 
@@ -537,7 +558,7 @@ func (s *session) uncaught(call goja.FunctionCall) goja.Value {
 		return goja.Undefined()
 	}
 	s.stopped = true
-	s.fatal = call.Argument(0).String()
+	s.fatal = thrown(call.Argument(0).String())
 	s.vm.Interrupt(interruptCancel{})
 	return goja.Undefined()
 }

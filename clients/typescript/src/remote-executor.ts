@@ -5,6 +5,7 @@ import { parseForDispatch } from './codec.js'
 import { COMPLETED_TEXT, PROTOCOL_VERSION } from './constants.js'
 import { errorEnvelope, messageOf } from './envelope.js'
 import { ExecutorFault, rehydrateExecutorError } from './errors.js'
+import { outgoingTraceContext } from './trace-context.js'
 import {
   BEARER_SUBPROTOCOL_PREFIX,
   EXECUTOR_SUBPROTOCOL,
@@ -20,7 +21,6 @@ import type {
   ExecuteRequest,
   ExecuteResult,
   Executor,
-  InvokeCallOptions,
   Usage,
   ExecutorApi,
   OutboundMode,
@@ -285,13 +285,13 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
    * executor, and its later tool calls get the completed envelope.
    */
   async execute(request: ExecuteRequest, options?: CallOptions): Promise<ExecuteResult> {
-    const callOptions: ExecuteCallOptions = {}
+    // First, while the caller's context is the active one.
+    const trace = await outgoingTraceContext(options)
+    const callOptions: ExecuteCallOptions = { ...trace }
     if (request.timeout !== undefined) callOptions.timeout = request.timeout
     if (request.countHostWaits !== undefined) callOptions.countHostWaits = request.countHostWaits
     if (request.retainHandles !== undefined) callOptions.retainHandles = request.retainHandles
     if (request.modules !== undefined) callOptions.modules = Object.entries(request.modules)
-    if (options?.traceparent !== undefined) callOptions.traceparent = options.traceparent
-    if (options?.tracestate !== undefined) callOptions.tracestate = options.tracestate
 
     let active = true
     let dispatch: ToolDispatchFn | null = null
@@ -338,9 +338,7 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
       headers: request.headers ?? [],
       body: toArrayBuffer(request.body),
     }
-    const trace: InvokeCallOptions = {}
-    if (options?.traceparent !== undefined) trace.traceparent = options.traceparent
-    if (options?.tracestate !== undefined) trace.tracestate = options.tracestate
+    const trace = await outgoingTraceContext(options)
     // Three arguments unless there is a context to send, as the Go client does.
     return this.#call(options?.signal, (api) =>
       trace.traceparent === undefined && trace.tracestate === undefined

@@ -160,8 +160,9 @@ export type CallOptions = {
   signal?: AbortSignal
   /**
    * The caller's W3C Trace Context for this execution or invocation: the
-   * gateway's spans for it join that trace. Take it from your tracer, for
-   * example with OpenTelemetry's propagation.inject into a carrier.
+   * gateway's spans for it join that trace. Absent (both members), the
+   * client sends OpenTelemetry's active context when @opentelemetry/api is
+   * installed and a propagator is registered.
    */
   traceparent?: string
   tracestate?: string

@@ -1,19 +1,16 @@
 // The adapters, each driven through its real upstream package against the
-// real gateway: @cloudflare/codemode's createBrowserCodeTool, the AI SDK's
-// generateText with its mock model, an MCP server on the SDK's in-memory
-// transport; and the normaliser's output run as the executor's entry form.
+// real gateway: @cloudflare/codemode's createBrowserCodeTool, an MCP server
+// on the SDK's in-memory transport (the AI SDK's in ai.test.mjs); and the
+// normaliser's output run as the executor's entry form.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createBrowserCodeTool } from '@cloudflare/codemode/browser'
-import { generateText, stepCountIs, tool, jsonSchema } from 'ai'
-import { MockLanguageModelV3 } from 'ai/test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import { z } from 'zod'
 import { RemoteExecutor, ExecutionTimeoutError } from '../dist/index.js'
 import { GatewayCodemodeExecutor } from '../dist/adapters/codemode.js'
-import { createCodeTool } from '../dist/adapters/ai.js'
 import { mcpToolSource, combineToolSources } from '../dist/adapters/mcp.js'
 import { normalizeCode } from '../dist/adapters/normalize.js'
 import { declareTools } from '../dist/adapters/declarations.js'
@@ -73,51 +70,6 @@ test('codemode: a fault comes back in error, never thrown', async () => {
   await closed.dispose()
   const r = await new GatewayCodemodeExecutor(closed).execute('async () => 1', {})
   assert.deepEqual(r, { result: undefined, error: 'This executor was disposed.', logs: [] })
-})
-
-// ---- the AI SDK ------------------------------------------------------------------
-
-test('ai: generateText with the mock model runs the model\'s code on the gateway through createCodeTool', async () => {
-  const asked = []
-  const tools = {
-    getWeather: tool({
-      description: 'Weather of a city',
-      inputSchema: z.object({ city: z.string() }),
-      execute: async ({ city }, { toolCallId }) => { asked.push([city, toolCallId]); return { city, temp: city === 'Oslo' ? 21 : 30 } },
-    }),
-  }
-  tools.dropTables = tool({ description: 'Needs a human', inputSchema: z.object({}), needsApproval: true, execute: async () => 'dropped' })
-  const codeTool = createCodeTool({ tools, executor: remote })
-  // The model writes TypeScript in a markdown fence, as statements.
-  const modelCode = "```ts\nconst cities: string[] = ['Oslo', 'Rome']\nconst temps = []\nfor (const city of cities) temps.push((await codemode.getWeather({ city })).temp as number)\nconsole.log('temps', temps.join(','))\ntemps.reduce((a: number, b: number) => a + b, 0)\n```"
-  const model = new MockLanguageModelV3({
-    doGenerate: async ({ prompt }) => {
-      const toolResult = prompt.flatMap((m) => (m.role === 'tool' ? m.content : [])).find((c) => c.type === 'tool-result')
-      const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } }
-      if (!toolResult) {
-        return { content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'codemode', input: JSON.stringify({ code: modelCode }) }],
-          finishReason: { unified: 'tool-calls', raw: undefined }, usage, warnings: [] }
-      }
-      return { content: [{ type: 'text', text: `The sum is ${toolResult.output.value.result}.` }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] }
-    },
-  })
-  const result = await generateText({ model, tools: { codemode: codeTool }, prompt: 'Add the temperatures of Oslo and Rome.', stopWhen: stepCountIs(3) })
-  assert.equal(result.text, 'The sum is 51.')
-  assert.deepEqual(asked, [['Oslo', 'call-1.1'], ['Rome', 'call-1.2']])
-  const toolResults = result.steps.flatMap((s) => s.toolResults)
-  assert.deepEqual(toolResults.map((r) => r.output), [{ result: 51, logs: ['temps 21,30'] }])
-  // The model was told the tools in TypeScript.
-  const offered = model.doGenerateCalls[0].tools.find((t) => t.name === 'codemode')
-  assert.ok(offered.description.includes('declare const codemode: {\n  /** Weather of a city */\n  getWeather(input: {\n    city: string\n  }): Promise<unknown>\n}'), offered.description)
-  // A tool that needs approval is neither declared nor callable.
-  const refused = await codeTool.execute({ code: 'async () => { try { return await codemode.dropTables({}) } catch (e) { return e.message } }' }, { toolCallId: 'call-2', messages: [] })
-  assert.deepEqual(refused, { result: 'Tool "dropTables" not found', logs: [] })
-})
-
-test('ai: a failed run reaches the model as a tool error with the executor\'s text', async () => {
-  const codeTool = createCodeTool({ tools: {}, executor: remote })
-  await assert.rejects(codeTool.execute({ code: 'async () => { console.log("before"); throw new Error("No such order.") }' }, { toolCallId: 't', messages: [] }),
-    (err) => { assert.match(err.message, /^Error: No such order\.|^No such order\./); assert.ok(err.message.endsWith('\n\nConsole output:\nbefore')); return true })
 })
 
 // ---- MCP -------------------------------------------------------------------------

@@ -30,14 +30,15 @@ export function keyHash(key) {
 /**
  * Starts `gateway serve`. allowedOrigins goes on the browser route (the
  * codemode.executor.v1 subprotocol); the default route answers requests
- * that offer no subprotocol.
+ * that offer no subprotocol. tracingEndpoint turns tracing on, exporting
+ * there within 50 ms of a span's end.
  */
-export async function startGateway({ allowedOrigins = [], tenantPolicy = '' } = {}) {
+export async function startGateway({ allowedOrigins = [], tenantPolicy = '', tracingEndpoint = '' } = {}) {
   const key = newKey()
   const dir = mkdtempSync(join(tmpdir(), 'tsclient-gateway-'))
   const config = join(dir, 'gateway.yaml')
   writeFileSync(config, `listen: 127.0.0.1:0
-backends:
+${tracingEndpoint ? `tracing: {enabled: true, endpoint: ${JSON.stringify(tracingEndpoint)}}\n` : ''}backends:
   - name: local
     type: local
     local: {maxWorkers: 2, minWorkers: 1}
@@ -58,6 +59,7 @@ ${tenantPolicy ? `    policy: ${tenantPolicy}\n` : ''}routes:
     const child = spawn(gatewayBinary(), ['serve', '--config', config, '--listen', gw.listen, '--admin-listen', '127.0.0.1:0'], {
       detached: true, // its own process group, so its workers die with it
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: tracingEndpoint ? { ...process.env, OTEL_BSP_SCHEDULE_DELAY: '50' } : process.env,
     })
     gw.child = child
     let stderr = ''

@@ -1,6 +1,6 @@
 // The Vercel AI SDK: one tool that runs the model's program on the gateway,
 // with the tools of an AI SDK tool set as its providers.
-import { asSchema, jsonSchema, tool, type Tool, type ToolExecutionOptions, type ToolSet } from 'ai'
+import { asSchema, jsonSchema, tool, type Tool, type ToolSet } from 'ai'
 import { createEnvelopeDispatch } from '../envelope.js'
 import { ToolNotFoundError } from '../errors.js'
 import type { ExecuteTarget, ModuleMap, OutboundFetchFn } from '../types.js'
@@ -26,6 +26,11 @@ export type CreateCodeToolOptions = {
 
 export type CodeToolInput = { code: string }
 export type CodeToolOutput = { result: unknown; logs: string[] }
+
+type CodeTool = Tool<CodeToolInput, CodeToolOutput>
+// What the AI SDK passes to a tool's execute: named through the tool rather
+// than as ToolExecutionOptions, which v7 made generic in the tool's context.
+type ExecuteOptions = Parameters<NonNullable<CodeTool['execute']>>[1]
 
 export const DEFAULT_CODE_TOOL_DESCRIPTION = `Run a JavaScript program to reach the goal. It can call these tools:
 
@@ -53,7 +58,7 @@ function readSchema(schema: unknown): JsonSchema | undefined {
  * run throws with the executor's text, which the AI SDK hands to the model.
  * Tools that need approval are left out: a running program cannot wait for it.
  */
-export function createCodeTool(options: CreateCodeToolOptions): Tool<CodeToolInput, CodeToolOutput> {
+export function createCodeTool(options: CreateCodeToolOptions): CodeTool {
   const namespace = options.namespace ?? 'codemode'
   if (!isIdentifier(namespace)) throw new TypeError(`the namespace ${JSON.stringify(namespace)} is not an identifier`)
   // A tool that needs approval cannot wait for it inside a running program,
@@ -61,7 +66,9 @@ export function createCodeTool(options: CreateCodeToolOptions): Tool<CodeToolInp
   const tools: ToolSet = Object.fromEntries(Object.entries(options.tools).filter(([, t]) => !t.needsApproval))
   const declarations: ToolDeclaration[] = Object.entries(tools).map(([name, t]) => {
     const d: ToolDeclaration = { name }
-    if (t.description !== undefined) d.description = t.description
+    // v7 also takes a description computed from the call's context, which
+    // does not exist yet when the declarations are written.
+    if (typeof t.description === 'string') d.description = t.description
     const input = readSchema(t.inputSchema)
     if (input) d.inputSchema = input
     const output = readSchema((t as { outputSchema?: unknown }).outputSchema)
@@ -72,7 +79,7 @@ export function createCodeTool(options: CreateCodeToolOptions): Tool<CodeToolInp
   const description = (options.description ?? DEFAULT_CODE_TOOL_DESCRIPTION).split('{{types}}').join(types)
   const normalize = options.normalize ?? normalizeCode
 
-  return tool<CodeToolInput, CodeToolOutput>({
+  return tool({
     description,
     inputSchema: jsonSchema<CodeToolInput>({
       type: 'object',
@@ -80,15 +87,15 @@ export function createCodeTool(options: CreateCodeToolOptions): Tool<CodeToolInp
       required: ['code'],
       additionalProperties: false,
     }),
-    execute: async ({ code }, outer: ToolExecutionOptions) => {
+    execute: async ({ code }: CodeToolInput, outer: ExecuteOptions): Promise<CodeToolOutput> => {
       let calls = 0
       const state = { active: true }
       const dispatch = createEnvelopeDispatch(state, async (provider, name, args) => {
         const t = provider === namespace && Object.hasOwn(tools, name) ? tools[name] : undefined
         if (!t?.execute) throw new ToolNotFoundError(name)
-        const inner: ToolExecutionOptions = { toolCallId: `${outer.toolCallId}.${++calls}`, messages: outer.messages }
-        if (outer.abortSignal) inner.abortSignal = outer.abortSignal
-        return t.execute(args[0] as never, inner)
+        // The outer call's options (messages, abort signal, and the context:
+        // v6's experimental_context, v7's context) under a call id of its own.
+        return t.execute(args[0] as never, { ...outer, toolCallId: `${outer.toolCallId}.${++calls}` })
       })
       try {
         const r = await options.executor.execute({
