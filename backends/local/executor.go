@@ -48,7 +48,7 @@ func New(opts Options) (*Executor, error) {
 		closing: make(chan struct{}),
 		handles: make(map[string]*held),
 	}
-	e.pool.init()
+	e.pool.init(o.QueueBound)
 	e.mu.Lock()
 	e.balanceLocked()
 	e.mu.Unlock()

@@ -208,27 +208,16 @@ func (h *held) answer(m *message) bool {
 	return true
 }
 
-// ended records that the session ended in the worker (the watcher calls
-// it): released, ended by a bound of the kind it reports, or broken.
-func (h *held) ended(m *message) {
-	if m.Broken {
-		h.endErr = sandbox.InternalFault()
-	} else {
-		h.bound = h.boundError(m.Failure, m.Err)
-	}
-	close(h.gone)
-}
-
-// died records that the worker died under the session: the bound it is
-// charged with, else the fault, which it returns.
-func (h *held) died(d deathNote) error {
-	if bound := d.bound(h.r); bound != nil {
+// end records that the session is gone (the watcher calls it): with the
+// error of the bound that ended it, else with the fault an invocation in
+// flight meets (nil when it was released).
+func (h *held) end(bound, fault error) {
+	if bound != nil {
 		h.bound = bound
 	} else {
-		h.endErr = d.fault()
+		h.endErr = fault
 	}
 	close(h.gone)
-	return h.endErr
 }
 
 // run is the holder: it sends invocations one at a time and ends the

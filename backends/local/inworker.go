@@ -64,11 +64,6 @@ func RunWorkerIfRequested() {
 // refills one once its result is out.
 const preparedStock = 2
 
-// maxQueuedInvokes bounds the invoke frames waiting for one retained run.
-// The parent sends one at a time, so more is a parent that broke the
-// protocol.
-const maxQueuedInvokes = 16
-
 // workerServer is the worker's side of the pipe.
 type workerServer struct {
 	wmu sync.Mutex  // one frame at a time on out
@@ -97,7 +92,9 @@ type hostedRun struct {
 	id     uint64
 	cancel context.CancelCauseFunc
 	// invokes and release serve a retained session (a job that asked for
-	// handles); nil otherwise.
+	// handles); nil otherwise. The parent sends one invocation at a time
+	// and waits for its answer, so invokes holds one: a second waiting is
+	// a parent that broke the protocol.
 	invokes chan *message
 	release chan struct{}
 	once    sync.Once
@@ -157,7 +154,7 @@ func (s *workerServer) handle(m *message) bool {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		r := &hostedRun{id: m.Run, cancel: cancel}
 		if m.Job.RetainHandles && s.run == nil {
-			r.invokes = make(chan *message, maxQueuedInvokes)
+			r.invokes = make(chan *message, 1)
 			r.release = make(chan struct{})
 		}
 		s.mu.Lock()
@@ -345,20 +342,20 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		rt := s.nextRuntime(ctx, r.id)
 		res, kept, err = runSandbox(ctx, rt, job, host)
 	}
+	cpu, peak := s.gate.usage(r.id)
+	ans := &message{Kind: kindResult, Run: r.id, Result: res, CPUNanos: int64(cpu), PeakHeap: peak}
 	if kept != nil {
 		go s.refill()
-		s.serveRetained(ctx, r, kept, res)
+		s.serveRetained(r, kept, ans)
 		host.finish()
 		s.forgetRun(r)
 		return
 	}
-	overLimit := s.gate.overLimit(r.id)
-	cpu, peak := s.gate.usage(r.id)
+	ans.OverLimit = s.gate.overLimit(r.id)
 	host.finish()
 	s.forgetRun(r)
 	// A failed write means the parent is gone; the read loop sees stdin
 	// end and exits.
-	ans := &message{Kind: kindResult, Run: r.id, Result: res, OverLimit: overLimit, CPUNanos: int64(cpu), PeakHeap: peak}
 	if err != nil {
 		// The sandbox broke (an INTERNAL fault): no envelope.
 		ans.Result, ans.Broken = nil, true
@@ -452,7 +449,7 @@ func (s *workerServer) refill() {
 // its bound, the memory watchdog (then an ended frame carries the memory
 // text), or a release from the parent. Its host stays open throughout, so
 // the handler's stub-mode fetches still cross the pipe.
-func (s *workerServer) serveRetained(ctx context.Context, r *hostedRun, kept *sandbox.Retained, res *protocol.ExecuteResult) {
+func (s *workerServer) serveRetained(r *hostedRun, kept *sandbox.Retained, grant *message) {
 	defer kept.Close()
 	r.kept.Store(kept)
 	select {
@@ -462,8 +459,7 @@ func (s *workerServer) serveRetained(ctx context.Context, r *hostedRun, kept *sa
 		return
 	default:
 	}
-	cpu, peak := s.gate.usage(r.id)
-	if s.send(&message{Kind: kindResult, Run: r.id, Result: res, CPUNanos: int64(cpu), PeakHeap: peak}) != nil {
+	if s.send(grant) != nil {
 		return
 	}
 	for {

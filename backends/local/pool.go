@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/supolka/codemode-gateway/backends/local/internal/queue"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -38,6 +39,7 @@ type pool struct {
 	spares   []*worker            // ready and nobody's yet, oldest first
 	starting int                  // spawns in flight
 	tenants  map[string]*tenantPool
+	bound    int     // how many executions of one tenant may wait (QueueBound)
 	queued   int     // executions waiting, over all tenants
 	runWall  float64 // seconds an execution took lately (EWMA), for retry hints
 }
@@ -46,7 +48,7 @@ type pool struct {
 type tenantPool struct {
 	name    string
 	workers []*worker
-	queue   []*waiter
+	waiting queue.Bounded[*waiter]
 	usage   float64 // run-clock seconds, decayed with usageHalfLife
 	usageAt time.Time
 }
@@ -67,7 +69,8 @@ func (wt *waiter) fail(err error) { wt.ready <- placement{err: err} }
 // usageHalfLife is how fast a tenant's past use stops counting against it.
 const usageHalfLife = 10 * time.Second
 
-func (p *pool) init() {
+func (p *pool) init(bound int) {
+	p.bound = bound
 	p.live = map[*worker]struct{}{}
 	p.workers = map[*worker]struct{}{}
 	p.tenants = map[string]*tenantPool{}
@@ -76,7 +79,7 @@ func (p *pool) init() {
 func (p *pool) tenant(name string) *tenantPool {
 	t := p.tenants[name]
 	if t == nil {
-		t = &tenantPool{name: name, usageAt: time.Now()}
+		t = &tenantPool{name: name, usageAt: time.Now(), waiting: queue.New[*waiter](0, p.bound)}
 		p.tenants[name] = t
 	}
 	return t
@@ -102,7 +105,7 @@ func (e *Executor) acquire(ctx context.Context, tenant string) (*worker, error) 
 		return nil, brokenFault()
 	}
 	t := e.pool.tenant(tenant)
-	if len(t.queue) == 0 {
+	if t.waiting.Len() == 0 {
 		spares, workers := len(e.pool.spares), len(e.pool.workers)
 		if w := e.placeLocked(t, true); w != nil {
 			e.assignLocked(w)
@@ -118,15 +121,15 @@ func (e *Executor) acquire(ctx context.Context, tenant string) (*worker, error) 
 	// An execution of a tenant that holds no worker yet may always wait
 	// for the one on its way, even with no queue: that is a start, not a
 	// queue.
-	firstWorker := len(t.workers) == 0 && len(t.queue) == 0
-	if len(t.queue) >= e.opts.QueueBound && !firstWorker {
+	wt := &waiter{t: t, ready: make(chan placement, 1)}
+	if len(t.workers) == 0 && t.waiting.Len() == 0 {
+		t.waiting.Push(wt)
+	} else if _, ok := t.waiting.Add(wt); !ok {
 		hint := e.pool.retryHintLocked()
 		e.mu.Unlock()
 		e.stats.queueOverflows.Add(1)
 		return nil, protocol.NewQueueOverflowError(e.opts.QueueBound, hint)
 	}
-	wt := &waiter{t: t, ready: make(chan placement, 1)}
-	t.queue = append(t.queue, wt)
 	e.pool.queued++
 	e.balanceLocked()
 	e.mu.Unlock()
@@ -148,8 +151,7 @@ func (e *Executor) acquire(ctx context.Context, tenant string) (*worker, error) 
 // given meanwhile is given back.
 func (e *Executor) giveUp(wt *waiter, err error) error {
 	e.mu.Lock()
-	if i := slices.Index(wt.t.queue, wt); i >= 0 {
-		wt.t.queue = slices.Delete(wt.t.queue, i, i+1)
+	if wt.t.waiting.Remove(func(o *waiter) bool { return o == wt }) {
 		e.pool.queued--
 		e.mu.Unlock()
 		return err
@@ -227,7 +229,7 @@ const borrowedNice = 10
 // worker process of the pool or waits for one.
 func (e *Executor) othersHoldWorkersLocked(t *tenantPool) bool {
 	for _, o := range e.pool.tenants {
-		if o != t && (len(o.workers) > 0 || len(o.queue) > 0) {
+		if o != t && (len(o.workers) > 0 || o.waiting.Len() > 0) {
 			return true
 		}
 	}
@@ -339,7 +341,7 @@ func (e *Executor) kickLocked() {
 		return
 	}
 	for _, t := range e.pool.tenants {
-		for len(t.queue) > 0 {
+		for t.waiting.Len() > 0 {
 			w := e.placeLocked(t, false)
 			if w == nil {
 				break
@@ -363,7 +365,7 @@ func (e *Executor) nextClaimLocked() *tenantPool {
 	var best *tenantPool
 	var bestKey float64
 	for _, t := range e.pool.tenants {
-		if len(t.queue) == 0 || t.ownWorkers() >= e.opts.shareOf(t.name).slots {
+		if t.waiting.Len() == 0 || t.ownWorkers() >= e.opts.shareOf(t.name).slots {
 			continue
 		}
 		key := t.decayed(now) / e.opts.shareOf(t.name).weight
@@ -379,8 +381,7 @@ func (e *Executor) nextClaimLocked() *tenantPool {
 
 // handOutLocked gives w to t's first waiter.
 func (e *Executor) handOutLocked(t *tenantPool, w *worker) {
-	wt := t.queue[0]
-	t.queue = t.queue[1:]
+	wt, _ := t.waiting.Pop()
 	e.pool.queued--
 	e.assignLocked(w)
 	wt.ready <- placement{w: w}
@@ -399,7 +400,7 @@ func (e *Executor) balanceLocked() {
 	spares := max(e.opts.MinWorkers-claimed, 1)
 	demand := 0
 	for _, t := range e.pool.tenants {
-		if len(t.queue) > 0 && t.ownWorkers() < e.opts.shareOf(t.name).slots && e.placeLocked(t, false) == nil {
+		if t.waiting.Len() > 0 && t.ownWorkers() < e.opts.shareOf(t.name).slots && e.placeLocked(t, false) == nil {
 			demand++
 		}
 	}
@@ -478,9 +479,8 @@ func (e *Executor) spawnLocked() {
 // why at once rather than at its queue's bound.
 func (e *Executor) failOneWaiterLocked() {
 	for _, t := range e.pool.tenants {
-		if len(t.queue) > 0 && len(t.workers) == 0 {
-			wt := t.queue[0]
-			t.queue = t.queue[1:]
+		if t.waiting.Len() > 0 && len(t.workers) == 0 {
+			wt, _ := t.waiting.Pop()
 			e.pool.queued--
 			wt.fail(crashedFault("The worker process for this execution did not start."))
 			return
@@ -546,7 +546,7 @@ func (e *Executor) sweepLocked(now time.Time) {
 		}
 	}
 	for name, t := range e.pool.tenants {
-		if len(t.workers) == 0 && len(t.queue) == 0 && t.decayed(now) < 1e-3 {
+		if len(t.workers) == 0 && t.waiting.Len() == 0 && t.decayed(now) < 1e-3 {
 			delete(e.pool.tenants, name)
 		}
 	}
@@ -557,8 +557,9 @@ func (e *Executor) sweepLocked(now time.Time) {
 func (p *pool) dropWaitersLocked() []*waiter {
 	var out []*waiter
 	for _, t := range p.tenants {
-		out = append(out, t.queue...)
-		t.queue = nil
+		for wt, ok := t.waiting.Pop(); ok; wt, ok = t.waiting.Pop() {
+			out = append(out, wt)
+		}
 	}
 	p.queued = 0
 	return out

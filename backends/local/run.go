@@ -3,9 +3,11 @@ package local
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/supolka/codemode-gateway/backends/local/internal/queue"
 	"github.com/supolka/codemode-gateway/backends/local/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -34,9 +36,12 @@ type run struct {
 	cancelledAt atomic.Int64
 	start       time.Time
 
-	// Host calls in flight in the parent, and the slots that bound them.
+	// open counts the host calls in flight in the parent; calls admits
+	// maxOpenHostCalls of them to the host at once, maxHostBacklog more
+	// wait their turn, and refuses a call past both.
 	open  atomic.Int32
-	calls chan struct{}
+	mu    sync.Mutex
+	calls queue.Bounded[*hostCall] // guarded by mu
 	// toolCalls counts the tool calls the run made, for its usage.
 	toolCalls atomic.Int32
 
@@ -69,7 +74,7 @@ func (e *Executor) newRun(ctx context.Context, w *worker, req *protocol.ExecuteR
 		req:   req,
 		job:   job,
 		done:  make(chan runOutcome, 1),
-		calls: make(chan struct{}, maxOpenHostCalls),
+		calls: queue.New[*hostCall](maxOpenHostCalls, maxHostBacklog),
 		start: time.Now(),
 	}
 	r.runCtx, r.runCancel = context.WithCancel(ctx)
@@ -102,51 +107,70 @@ func (r *run) abandon() bool {
 	return true
 }
 
+// hostCall is one dispatch or outbound frame of the run and the context
+// it is served under.
+type hostCall struct {
+	m   *message
+	ctx context.Context
+}
+
 // hostCall serves one dispatch or outbound frame of the run: tool calls
 // during the run go to the request's dispatch; after a grant they get the
 // completed text (dispatch belongs to the run that ended), and stub-mode
 // fetches of the handler go to the request's outbound function until the
-// handles close. At most maxOpenHostCalls run at once, maxHostBacklog
-// more wait their turn, and a call past both is refused.
+// handles close.
 func (r *run) hostCall(m *message, afterGrant bool) {
-	if m.Kind == kindDispatch && !afterGrant {
-		r.toolCalls.Add(1)
-	}
-	open := r.open.Add(1)
-	if open == 1 {
+	if r.open.Add(1) == 1 {
 		r.w.parked.Add(1)
 	}
-	ctx := r.runCtx
-	if afterGrant {
-		ctx = r.heldCtx
-	}
-	done := func() {
-		if r.open.Add(-1) == 0 {
-			r.w.parked.Add(-1)
-		}
-	}
-	if open > maxOpenHostCalls+maxHostBacklog {
-		go func() {
-			defer done()
-			refuseHostCall(ctx, r.w.p, m)
-		}()
+	c := &hostCall{m: m, ctx: r.runCtx}
+	switch {
+	case afterGrant && m.Kind == kindDispatch:
+		go r.answer(&hostCall{m: m, ctx: r.heldCtx}, answerCompleted)
 		return
+	case afterGrant:
+		c.ctx = r.heldCtx
+	case m.Kind == kindDispatch:
+		r.toolCalls.Add(1)
 	}
-	go func() {
-		defer done()
-		if afterGrant && m.Kind == kindDispatch {
-			answerCompleted(ctx, r.w.p, m)
-			return
+	r.mu.Lock()
+	start, ok := r.calls.Add(c)
+	r.mu.Unlock()
+	switch {
+	case !ok:
+		go r.answer(c, refuseHostCall)
+	case start:
+		go r.serveHostCalls(c)
+	}
+}
+
+// answer answers c without the host.
+func (r *run) answer(c *hostCall, answer func(context.Context, *process, *message)) {
+	answer(c.ctx, r.w.p, c.m)
+	r.callDone()
+}
+
+// serveHostCalls serves c, then each call that waited for its slot; one
+// whose context ended while it waited is answered as cancelled.
+func (r *run) serveHostCalls(c *hostCall) {
+	for ok := true; ok; {
+		if c.ctx.Err() != nil {
+			r.answerCancelled(c.ctx, c.m)
+		} else {
+			serveHostCall(c.ctx, r.w.p, r.req, c.m)
 		}
-		select {
-		case r.calls <- struct{}{}:
-		case <-ctx.Done():
-			r.answerCancelled(ctx, m)
-			return
-		}
-		defer func() { <-r.calls }()
-		serveHostCall(ctx, r.w.p, r.req, m)
-	}()
+		r.callDone()
+		r.mu.Lock()
+		c, ok = r.calls.Done()
+		r.mu.Unlock()
+	}
+}
+
+// callDone counts one host call of the run answered.
+func (r *run) callDone() {
+	if r.open.Add(-1) == 0 {
+		r.w.parked.Add(-1)
+	}
 }
 
 // answerCancelled answers a call whose context ended before it reached the
@@ -318,10 +342,11 @@ func (r *run) died(d deathNote) error {
 	r.traceDeath(d)
 	r.runCancel()
 	r.heldCancel()
-	if h := r.held.Load(); h != nil {
-		return h.died(d)
-	}
 	bound := d.bound(r)
+	if h := r.held.Load(); h != nil {
+		h.end(bound, d.fault())
+		return h.endErr
+	}
 	var out runOutcome
 	switch {
 	case protocol.FailureOf(bound) == protocol.FailureTimeout && r.cancelledAt.Load() != 0:

@@ -335,11 +335,11 @@ func TestFreeWorkerGoesToTheLeastServedTenant(t *testing.T) {
 		}
 		return Share{CPUSlots: 4}
 	}}}
-	e.pool.init()
+	e.pool.init(1)
 	now := time.Now()
 	wait := func(name string, usage float64, workers int) {
 		t := e.pool.tenant(name)
-		t.queue = append(t.queue, &waiter{t: t})
+		t.waiting.Push(&waiter{t: t})
 		t.usage, t.usageAt = usage, now
 		for range workers {
 			t.workers = append(t.workers, &worker{})
@@ -356,7 +356,7 @@ func TestFreeWorkerGoesToTheLeastServedTenant(t *testing.T) {
 			break
 		}
 		order = append(order, t.name)
-		t.queue = nil
+		t.waiting.Pop()
 	}
 	if want := []string{"hungry", "heavy", "busy"}; !slices.Equal(order, want) {
 		t.Fatalf("order %v, want %v", order, want)

@@ -64,7 +64,7 @@ func (e *Executor) Stats() Stats {
 	}
 	out.MaxWorkers = e.opts.MaxWorkers
 	for _, t := range e.pool.tenants {
-		if len(t.workers) > 0 || len(t.queue) > 0 {
+		if len(t.workers) > 0 || t.waiting.Len() > 0 {
 			out.Tenants++
 		}
 	}

@@ -241,8 +241,13 @@ func (w *worker) sessionEnded(r *run, h *held, m *message) {
 	w.forget(r)
 	r.heldCancel()
 	w.e.runGone(w, r, 0)
-	if h != nil {
-		h.ended(m)
+	if h == nil {
+		return
+	}
+	if m.Broken {
+		h.end(nil, sandbox.InternalFault())
+	} else {
+		h.end(h.boundError(m.Failure, m.Err), nil)
 	}
 }
 

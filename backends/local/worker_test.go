@@ -256,6 +256,28 @@ func TestWorkerProtocolViolations(t *testing.T) {
 			t.Fatalf("exit %d", c)
 		}
 	})
+	t.Run("invocations beyond the one the parent may have waiting", func(t *testing.T) {
+		w := startWorker(t, nil)
+		w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{
+			Code:      "async () => () => new Promise(() => {})",
+			TimeoutMs: 5000, MemoryLimitMB: 64, OutboundMode: protocol.OutboundDisabled, RetainHandles: true,
+		}})
+		if res := w.recv(t); res.Kind != kindResult || len(res.Result.Handles) != 1 {
+			t.Fatalf("grant %+v", res.Result)
+		}
+		// At most one invocation at the handler and one waiting: the third
+		// breaks the protocol (the parent sends one at a time), and the
+		// worker may already be gone at the second.
+		for id := range uint64(3) {
+			m := &message{Kind: kindInvoke, Run: 1, ID: id + 1, OutboundRequest: &protocol.OutboundRequest{Method: "GET", URL: "https://h.test/"}}
+			if writeFrame(w.toWorker, m, maxParentFrame) != nil {
+				break
+			}
+		}
+		if c := w.exitCode(t); c != exitBadFrame {
+			t.Fatalf("exit %d", c)
+		}
+	})
 	t.Run("unknown kind", func(t *testing.T) {
 		w := startWorker(t, block)
 		w.send(t, &message{Kind: "gossip"})

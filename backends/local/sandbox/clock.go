@@ -72,10 +72,8 @@ func (c *runClock) elapsed() time.Duration {
 	return c.spent
 }
 
-// stop releases the clock's timer when the run ends.
-func (c *runClock) stop() { c.timer.Stop() }
-
-// disarm stops the clock for good and reports whether it had already fired.
+// disarm stops the clock for good (its bound no longer applies) and reports
+// whether it had already fired.
 func (c *runClock) disarm() (fired bool) {
 	c.timer.Stop()
 	fired = true

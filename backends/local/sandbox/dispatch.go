@@ -28,18 +28,11 @@ func (s *session) dispatch(call goja.FunctionCall) goja.Value {
 		s.mustSettle(reject(s.newError(protocol.NewPayloadTooLargeError(protocol.PartToolCall, size, protocol.PayloadLimit).Error())))
 	case !s.job.HasDispatch || s.host == nil:
 		s.mustSettle(resolve(protocol.ErrorEnvelope(protocol.NewToolNotFoundError(tool).Error())))
-	case s.hostCalls+len(s.queued) >= MaxHostCallsInFlight:
-		s.mustSettle(reject(s.newError(protocol.NewHostCallBacklogError(MaxHostCallsInFlight).Error())))
 	default:
-		s.open++
 		answered := func(text string, err error) func() {
 			return func() {
 				s.open--
-				s.hostCalls--
-				if len(s.queued) > 0 {
-					next := s.queued[0]
-					s.queued[0] = nil
-					s.queued = s.queued[1:]
+				if next, ok := s.hostCalls.Done(); ok {
 					next()
 				}
 				if errors.Is(err, errHostPanicked) {
@@ -63,7 +56,6 @@ func (s *session) dispatch(call goja.FunctionCall) goja.Value {
 			}
 		}
 		send := func() {
-			s.hostCalls++
 			if ah, ok := s.host.(AsyncHost); ok {
 				s.callHostAsync(ah, provider, tool, args, func(text string, err error) {
 					s.postNow(answered(text, err))
@@ -75,9 +67,13 @@ func (s *session) dispatch(call goja.FunctionCall) goja.Value {
 				s.post(answered(text, err))
 			}()
 		}
-		if s.hostCalls >= MaxConcurrentHostCalls {
-			s.queued = append(s.queued, send)
-		} else {
+		start, ok := s.hostCalls.Add(send)
+		if !ok {
+			s.mustSettle(reject(s.newError(protocol.NewHostCallBacklogError(MaxHostCallsInFlight).Error())))
+			break
+		}
+		s.open++
+		if start {
 			send()
 		}
 	}

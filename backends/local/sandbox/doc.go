@@ -116,8 +116,8 @@
 // arrow settles to a fetch handler (a function, or an object whose fetch is
 // callable; bootstrap.js checks before serializing), the envelope carries
 // no value and Handles [HandleFetch], and the session is handed to a
-// *Retained: its loop goes on running on a goroutine of its own, so module
-// state, timers and host calls survive. Retained.Invoke builds a Request
+// *Retained: its loop (the run's, loop.go) goes on running on a goroutine of
+// its own, so module state, timers and host calls survive. Retained.Invoke builds a Request
 // (webplatform.Platform.Request), calls the handler and reads its settled
 // answer back (Platform.Response), one invocation at a time in arrival
 // order, each under a fresh run clock of the job's bound with its

@@ -29,14 +29,16 @@ func gateOf(host Host) Gate {
 	return g
 }
 
-// enter takes the gate for the loop, with the run clock suspended while it
-// waits. It reports false, and stops the run with its context's cause, when
-// the context ended first; nothing may then touch the runtime.
-func (s *session) enter(clock *runClock, left time.Duration) bool {
+// enter takes the gate for a piece of work on clock (nil: no bound), with
+// the clock suspended while it waits. It reports false, and stops the run
+// with its context's cause, when the context ended first; nothing may then
+// touch the runtime.
+func (s *session) enter(clock *runClock) bool {
 	if s.gate == nil || s.inGate {
 		return true
 	}
 	running := clock != nil && clock.suspend()
+	var left time.Duration
 	if clock != nil {
 		left = clock.left()
 	}

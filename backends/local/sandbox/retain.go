@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/dop251/goja"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -60,9 +59,6 @@ type Retained struct {
 	// read them only after ended closed.
 	end    failure
 	broken bool
-	// between bounds one piece of work between invocations in a shared
-	// process; touched only by the serve goroutine.
-	between *time.Timer
 }
 
 type pendingInvocation struct {
@@ -100,7 +96,8 @@ func isException(err error) bool {
 // retain hands the session to a goroutine of its own that serves
 // invocations; the run's clock is done.
 func (s *session) retain() *Retained {
-	s.clock.stop()
+	s.clock.disarm()
+	s.clock = nil
 	r := &Retained{
 		s:       s,
 		invokes: make(chan *pendingInvocation),
@@ -115,11 +112,7 @@ func (s *session) retain() *Retained {
 // timeout, measured on the run clock with the job's CountHostWaits, and
 // waits for its answer or the end of the session.
 func (r *Retained) Invoke(req protocol.OutboundRequest) Invocation {
-	inv := &pendingInvocation{req: req, reply: make(chan Invocation, 1)}
-	s := r.s
-	inv.clock = newRunClock(time.Duration(s.bound())*time.Millisecond, s.job.CountHostWaits, func() {
-		s.vm.Interrupt(interruptTimeout{})
-	})
+	inv := &pendingInvocation{req: req, clock: r.s.newClock(r.s.job.CountHostWaits), reply: make(chan Invocation, 1)}
 	select {
 	case r.invokes <- inv:
 	case <-r.ended:
@@ -172,10 +165,8 @@ func (r *Retained) Broken() bool {
 	return r.broken
 }
 
-// serve is the retained session's event loop: host answers, timers and
-// invocations, one invocation at a time. The current invocation's clock
-// runs like a run's; between invocations nothing spends a bound and only
-// the memory limit (through the context) ends what timers do.
+// serve runs the kept session's loop on a goroutine of its own until the
+// session ends.
 func (r *Retained) serve() {
 	s := r.s
 	defer func() {
@@ -183,111 +174,16 @@ func (r *Retained) serve() {
 			s.stopped = true
 			s.broken = true
 		}
+		if s.inv != nil {
+			s.inv.clock.disarm()
+		}
+		s.leave()
 		r.end = s.fatal
 		r.broken = s.broken
 		s.release()
 		close(r.ended)
 	}()
-	wait := time.NewTimer(time.Hour)
-	wait.Stop()
-	defer wait.Stop()
-	var cur *pendingInvocation
-	for s.live() {
-		invokes := r.invokes
-		var expired <-chan struct{}
-		if cur != nil {
-			invokes = nil
-			expired = cur.clock.expired
-			s.tick(cur.clock)
-		}
-		waitC := s.nextTimer(wait)
-		s.leave()
-		select {
-		case task := <-s.tasks:
-			if !r.enter(cur) {
-				break
-			}
-			if cur != nil {
-				cur.clock.resume()
-			}
-			task()
-			r.done(cur)
-		case <-waitC:
-			if !r.enter(cur) {
-				break
-			}
-			if cur != nil {
-				cur.clock.resume()
-			}
-			s.fireTimers()
-			r.done(cur)
-		case inv := <-invokes:
-			cur = inv
-			if !r.enter(cur) {
-				break
-			}
-			cur.clock.resume()
-			s.startInvocation(cur)
-		case <-expired:
-			s.stopped = true
-			s.fatal = s.timedOut()
-		case <-s.ctx.Done():
-			s.stopped = true
-			s.fatal = s.cancelled()
-		case <-r.closeCh:
-			s.stopped = true
-			s.fatal = failure{}
-		}
-		wait.Stop()
-		if cur != nil && cur.answered {
-			if fired := cur.clock.disarm(); fired {
-				// The bound passed in the instant the answer came: the answer
-				// stands, and the interrupt it raised must not hit the next
-				// timer callback.
-				s.vm.ClearInterrupt()
-			}
-			cur = nil
-		}
-	}
-	if cur != nil {
-		cur.clock.disarm()
-	}
-	s.leave()
-}
-
-// enter takes the process's gate for one piece of the session's work. During
-// an invocation the work runs on the invocation's clock. Between
-// invocations nothing spends a bound, but a process shared with other runs
-// cannot give one callback its CPU without end: a callback that runs past
-// the execution's whole bound is interrupted and ends the session with the
-// timeout text, as an invocation past its bound does.
-func (r *Retained) enter(cur *pendingInvocation) bool {
-	s := r.s
-	if s.gate == nil {
-		return true
-	}
-	if cur != nil {
-		return s.enter(cur.clock, 0)
-	}
-	bound := time.Duration(s.bound()) * time.Millisecond
-	if !s.enter(nil, bound) {
-		return false
-	}
-	r.between = time.AfterFunc(bound, func() { s.vm.Interrupt(interruptTimeout{}) })
-	return true
-}
-
-// done ends what enter began between invocations.
-func (r *Retained) done(cur *pendingInvocation) {
-	if r.between == nil {
-		return
-	}
-	if !r.between.Stop() && !r.s.stopped {
-		// The bound passed as the work ended: its interrupt must not hit
-		// the next piece of work.
-		r.s.vm.ClearInterrupt()
-	}
-	r.between = nil
+	s.loop(r)
 }
 
 // startInvocation builds the Request and calls the handler; its settlement

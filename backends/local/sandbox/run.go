@@ -9,6 +9,7 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
+	"github.com/supolka/codemode-gateway/backends/local/internal/queue"
 	"github.com/supolka/codemode-gateway/backends/local/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -88,16 +89,19 @@ type session struct {
 	tasks chan func() // host answers, queued back onto the loop
 	done  chan struct{}
 
+	// clock is the clock of the current turn: the run's until the entry
+	// settles, then the clock of a retained session's invocation in flight
+	// (inv); nil between invocations.
 	clock  *runClock
+	inv    *pendingInvocation
 	timers timerQueue
 	open   int // host calls in flight, queued ones included
 	// elsewhere counts the guest's own work running off the loop (a native
 	// request): while any is in flight the run clock runs, host calls or not.
 	elsewhere int
-	// hostCalls counts the calls with a goroutine at the host; the rest
-	// wait in queued, in the order they were made.
-	hostCalls int
-	queued    []func()
+	// hostCalls admits MaxConcurrentHostCalls tool calls to the host at
+	// once; the rest wait their turn, in the order they were made.
+	hostCalls queue.Bounded[func()]
 
 	modules   protocol.ModuleMap
 	declared  []string
@@ -138,6 +142,7 @@ func prepare() *session {
 		tasks:     make(chan func(), 16),
 		done:      make(chan struct{}),
 		instances: map[string]*goja.Object{},
+		hostCalls: queue.New[func()](MaxConcurrentHostCalls, protocol.MaxWaitingHostCalls),
 	}
 	s.console = protocol.NewConsoleCapture(0)
 	s.vm = goja.New()
@@ -209,13 +214,12 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 	s.modules = modules
 	s.declared = names
 
-	s.clock = newRunClock(time.Duration(s.bound())*time.Millisecond, job.CountHostWaits, func() {
-		s.vm.Interrupt(interruptTimeout{})
-	})
+	clock := s.newClock(job.CountHostWaits)
+	s.clock = clock
 	stopCancel := context.AfterFunc(parent, func() { s.vm.Interrupt(interruptCancel{}) })
 	s.release = func() {
 		stopCancel()
-		s.clock.stop()
+		clock.disarm()
 		cancel()
 		close(s.done)
 	}
@@ -240,7 +244,7 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 		s.stop(err)
 		return s.finish(), nil
 	}
-	s.loop()
+	s.loop(nil)
 	res := s.finish()
 	if !s.granted || s.stopped {
 		return res, nil
@@ -476,96 +480,6 @@ func (s *session) thrownFailure(v goja.Value) failure {
 		return s.uncatchable(err)
 	}
 	return thrown(out.String())
-}
-
-// loop runs the event loop until the entry settles or the run stops.
-func (s *session) loop() {
-	wait := time.NewTimer(time.Hour)
-	wait.Stop()
-	defer wait.Stop()
-	for !s.completed && !s.stopped {
-		s.tick(s.clock)
-		waitC := s.nextTimer(wait)
-		s.leave()
-		select {
-		case task := <-s.tasks:
-			if !s.enter(s.clock, 0) {
-				break
-			}
-			s.clock.resume()
-			task()
-		case <-waitC:
-			if !s.enter(s.clock, 0) {
-				break
-			}
-			s.clock.resume()
-			s.fireTimers()
-		case <-s.clock.expired:
-			s.stopped = true
-			s.fatal = s.timedOut()
-			if s.ctx.Err() != nil {
-				s.fatal = s.cancelled()
-			}
-		case <-s.ctx.Done():
-			s.stopped = true
-			s.fatal = s.cancelled()
-		}
-		wait.Stop()
-	}
-}
-
-// tick stops clock while the only work in flight is a host call (unless
-// host waits count) and runs it otherwise: guest work done elsewhere, a
-// native request say, spends the bound beside an open tool call.
-func (s *session) tick(clock *runClock) {
-	if s.open > 0 && s.elsewhere == 0 {
-		clock.pause()
-	} else {
-		clock.resume()
-	}
-}
-
-// nextTimer arms wait for the earliest pending timer and returns the
-// channel the loop selects on: nil without timers, alwaysReady when one is
-// due (still through the select, so that a storm of due timers cannot
-// starve the bound or the context).
-func (s *session) nextTimer(wait *time.Timer) <-chan time.Time {
-	t := s.timers.peek()
-	if t == nil {
-		return nil
-	}
-	if d := time.Until(t.when); d > 0 {
-		wait.Reset(d)
-		return wait.C
-	}
-	return alwaysReady
-}
-
-// alwaysReady is a closed channel: a receive from it never blocks.
-var alwaysReady = func() chan time.Time {
-	c := make(chan time.Time)
-	close(c)
-	return c
-}()
-
-// post queues fn onto the loop from another goroutine; it is dropped once
-// the run has returned.
-func (s *session) post(fn func()) {
-	select {
-	case s.tasks <- fn:
-	case <-s.done:
-	}
-}
-
-// postNow is post for a caller that must not wait (the worker's read
-// loop): when the loop's queue is full, a goroutine waits in its stead.
-func (s *session) postNow(fn func()) {
-	select {
-	case s.tasks <- fn:
-	case <-s.done:
-	default:
-		go s.post(fn)
-	}
 }
 
 // finish composes the result envelope.

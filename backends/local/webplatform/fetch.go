@@ -57,7 +57,7 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 	if size := protocol.OutboundRequestWireSize(req); size > protocol.PayloadLimit {
 		panic(vm.NewTypeError(protocol.NewPayloadTooLargeError(protocol.PartOutboundRequest, size, protocol.PayloadLimit).Error()))
 	}
-	if p.inflight >= MaxFetchesInFlight {
+	if p.fetches.Full() {
 		panic(vm.NewTypeError(protocol.NewHostCallBacklogError(MaxFetchesInFlight).Error()))
 	}
 
@@ -145,10 +145,7 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 		}
 	}
 	p.sent++
-	p.inflight++
-	if p.inflight > MaxConcurrentFetches {
-		p.queued = append(p.queued, start)
-	} else {
+	if now, _ := p.fetches.Add(start); now {
 		start()
 	}
 
@@ -166,11 +163,7 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 
 // release ends one request's turn and starts the next queued one.
 func (p *platform) release() {
-	p.inflight--
-	if len(p.queued) > 0 {
-		next := p.queued[0]
-		p.queued[0] = nil
-		p.queued = p.queued[1:]
+	if next, ok := p.fetches.Done(); ok {
 		next()
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
+	"github.com/supolka/codemode-gateway/backends/local/internal/queue"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -82,9 +83,10 @@ type platform struct {
 	cfg    Config
 	native *nativeClient
 
-	inflight int
-	queued   []func()
-	sent     int // requests that left, in either mode
+	// fetches admits MaxConcurrentFetches requests at once; the rest wait
+	// their turn, up to protocol.MaxWaitingHostCalls.
+	fetches queue.Bounded[func()]
+	sent    int // requests that left, in either mode
 	// performed are the first native requests, for the run's spans.
 	performed []protocol.NativeRequest
 }
@@ -126,7 +128,7 @@ func Install(vm *goja.Runtime, loop Loop, cfg Config) (*Platform, error) {
 // nothing of the run, so a worker can build a runtime ahead of the job that
 // will use it; loop.Context is not called before Configure.
 func Prepare(vm *goja.Runtime, loop Loop) (*Platform, error) {
-	p := &platform{vm: vm, loop: loop}
+	p := &platform{vm: vm, loop: loop, fetches: queue.New[func()](MaxConcurrentFetches, protocol.MaxWaitingHostCalls)}
 	host := vm.NewObject()
 	if err := host.Set("native", p.dispatcher()); err != nil {
 		return nil, err
