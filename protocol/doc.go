@@ -1,5 +1,5 @@
-// Package protocol is the machine-readable half of the executor contract
-// (executor-protocol.md) in Go: the request, result and wire message types,
+// Package protocol is the executor contract in Go (docs/protocol.md states
+// it in prose): the request, result and wire message types,
 // the bounds every run is held to, every declared failure with its pinned
 // text, the fault-code taxonomy, provider-name validation and the dispatch
 // codec. It depends on nothing beyond the standard library and jsvalue

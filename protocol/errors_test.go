@@ -10,8 +10,8 @@ import (
 )
 
 // Each test below pins one declared failure's text. The literals in the
-// tests of quoted classes are copied from executor-protocol.md with the
-// placeholders filled in.
+// tests of quoted classes are the contract's texts (docs/protocol.md) with
+// the placeholders filled in.
 
 func TestExecutionTimeoutErrorText(t *testing.T) {
 	got := NewExecutionTimeoutError(30000).Error()

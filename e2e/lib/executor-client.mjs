@@ -1,5 +1,5 @@
-// A JavaScript client of the executor contract, written from
-// executor-protocol.md alone: the ExecuteRequest -> wire mapping, the
+// A JavaScript client of the executor contract, written from the contract
+// alone (docs/protocol.md), not from the Go code: the ExecuteRequest -> wire mapping, the
 // dispatch codec's parseForDispatch, and the rehydration of faults. It is
 // what a host application on Node would write, and the end-to-end tests
 // drive the gateway with it.

@@ -4,9 +4,10 @@
 // functions and objects passed by reference in both directions.
 //
 // It knows nothing about any application protocol built on top of it; what
-// it needs to know of one it asks through Options.ErrorProps. The
-// wire behaviour follows shared/research/capnweb.md; where that note and the
-// JavaScript library disagree with the protocol document, the library wins.
+// it needs to know of one it asks through Options.ErrorProps. Where the
+// capnweb protocol document and the JavaScript library disagree, it
+// follows the library: the interop tests (interop/) run it against the real
+// npm package.
 //
 // # Sessions and transports
 //
