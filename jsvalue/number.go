@@ -2,6 +2,7 @@ package jsvalue
 
 import (
 	"math"
+	"reflect"
 	"strconv"
 )
 
@@ -89,4 +90,24 @@ func FormatNumber(f float64) string {
 		return "-Infinity"
 	}
 	return string(AppendNumber(nil, f))
+}
+
+// Scalar is the JavaScript value of the Go boolean, string or number rv
+// holds, whatever its named type: a bool, a string or a float64 (an
+// integer as JavaScript holds it). It reports false for every other kind,
+// so that an encoder of Go values writes scalars one way.
+func Scalar(rv reflect.Value) (any, bool) {
+	switch rv.Kind() {
+	case reflect.Bool:
+		return rv.Bool(), true
+	case reflect.String:
+		return rv.String(), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(rv.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return float64(rv.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		return rv.Float(), true
+	}
+	return nil, false
 }

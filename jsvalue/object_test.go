@@ -141,3 +141,25 @@ func TestObjectMarshalJSON(t *testing.T) {
 		t.Errorf("MarshalJSON = %s, want %s", b, want)
 	}
 }
+
+// Scalar reads a boolean, string or number of any named Go type as the
+// JavaScript value an encoder writes, and nothing else.
+func TestScalarOfNamedTypes(t *testing.T) {
+	type level string
+	type count uint16
+	type ratio float32
+	for _, c := range []struct {
+		in   any
+		want any
+	}{{level("warn"), "warn"}, {count(7), float64(7)}, {ratio(0.5), 0.5}, {int8(-3), float64(-3)}, {true, true}} {
+		got, ok := Scalar(reflect.ValueOf(c.in))
+		if !ok || got != c.want {
+			t.Errorf("Scalar(%T %v) = %#v, %v; want %#v", c.in, c.in, got, ok, c.want)
+		}
+	}
+	for _, in := range []any{[]int{1}, map[string]int{}, struct{}{}, new(int)} {
+		if got, ok := Scalar(reflect.ValueOf(in)); ok {
+			t.Errorf("Scalar(%T) = %#v, true; want false", in, got)
+		}
+	}
+}

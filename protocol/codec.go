@@ -230,6 +230,9 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) (bool, error) {
 		}
 		return e.viaEncodingJSON(rv.Interface(), depth)
 	}
+	if v, ok := jsvalue.Scalar(rv); ok {
+		return e.value(v, depth)
+	}
 	switch rv.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if rv.IsNil() {
@@ -237,16 +240,6 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) (bool, error) {
 			return true, nil
 		}
 		return e.value(rv.Elem().Interface(), depth+1)
-	case reflect.Bool:
-		e.buf = strconv.AppendBool(e.buf, rv.Bool())
-	case reflect.String:
-		e.buf = jsvalue.AppendString(e.buf, rv.String())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		e.buf = jsvalue.AppendNumber(e.buf, float64(rv.Int()))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		e.buf = jsvalue.AppendNumber(e.buf, float64(rv.Uint()))
-	case reflect.Float32, reflect.Float64:
-		e.buf = jsvalue.AppendNumber(e.buf, rv.Float())
 	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
 		return false, nil
 	case reflect.Slice:
@@ -278,10 +271,8 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) (bool, error) {
 			func(i int) any { return rv.MapIndex(reflect.ValueOf(keys[i]).Convert(t.Key())).Interface() }, depth)
 	case reflect.Struct:
 		return e.viaEncodingJSON(rv.Interface(), depth)
-	default:
-		return false, fmt.Errorf("protocol: a %s has no JSON form", t)
 	}
-	return true, nil
+	return false, fmt.Errorf("protocol: a %s has no JSON form", t)
 }
 
 func (e *encoder) reflectList(rv reflect.Value, depth int) error {

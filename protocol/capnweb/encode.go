@@ -394,6 +394,9 @@ func (e *encoder) path(path []string) {
 }
 
 func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
+	if v, ok := jsvalue.Scalar(rv); ok {
+		return e.value(v, depth)
+	}
 	switch rv.Kind() {
 	case reflect.Invalid:
 		e.buf = append(e.buf, "null"...)
@@ -404,16 +407,6 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 			return nil
 		}
 		return e.value(rv.Elem().Interface(), depth+1)
-	case reflect.Bool:
-		e.buf = strconv.AppendBool(e.buf, rv.Bool())
-	case reflect.String:
-		e.buf = jsvalue.AppendString(e.buf, rv.String())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		e.number(float64(rv.Int()))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		e.number(float64(rv.Uint()))
-	case reflect.Float32, reflect.Float64:
-		e.number(rv.Float())
 	case reflect.Slice, reflect.Array:
 		if rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
 			e.bytes(rv.Bytes(), "")
