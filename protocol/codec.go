@@ -105,17 +105,9 @@ func (e *encoder) value(v any, depth int) (bool, error) {
 		e.buf = jsvalue.AppendString(e.buf, x)
 	case float64:
 		e.buf = jsvalue.AppendNumber(e.buf, x)
-	case float32:
-		e.buf = jsvalue.AppendNumber(e.buf, float64(x))
 	case int:
 		e.buf = jsvalue.AppendNumber(e.buf, float64(x))
 	case int64:
-		e.buf = jsvalue.AppendNumber(e.buf, float64(x))
-	case int32:
-		e.buf = jsvalue.AppendNumber(e.buf, float64(x))
-	case uint64:
-		e.buf = jsvalue.AppendNumber(e.buf, float64(x))
-	case uint32:
 		e.buf = jsvalue.AppendNumber(e.buf, float64(x))
 	case json.Number:
 		f, err := strconv.ParseFloat(string(x), 64)

@@ -54,27 +54,9 @@ func (e *encoder) value(v any, depth int) error {
 		e.buf = jsvalue.AppendString(e.buf, x)
 	case float64:
 		e.number(x)
-	case float32:
-		e.number(float64(x))
 	case int:
 		e.number(float64(x))
-	case int8:
-		e.number(float64(x))
-	case int16:
-		e.number(float64(x))
-	case int32:
-		e.number(float64(x))
 	case int64:
-		e.number(float64(x))
-	case uint:
-		e.number(float64(x))
-	case uint8:
-		e.number(float64(x))
-	case uint16:
-		e.number(float64(x))
-	case uint32:
-		e.number(float64(x))
-	case uint64:
 		e.number(float64(x))
 	case *big.Int:
 		if x == nil {
