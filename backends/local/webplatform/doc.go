@@ -52,11 +52,11 @@
 //   - Blob (parts, size, type, slice, text, arrayBuffer, bytes, stream),
 //     File, FormData (string and Blob entries; as a body it is encoded as
 //     multipart/form-data; there are no HTML forms).
-//   - URL, URLSearchParams: the URL Standard's parser for special and
-//     non-special schemes, IPv4 in every numeric form, IPv6, percent-encode
-//     sets, dot segments and relative resolution, with setters and a live
-//     searchParams; URL.canParse and URL.parse. Non-ASCII host names (IDNA)
-//     are refused as invalid; file URLs skip the Windows drive-letter quirks.
+//   - URL, URLSearchParams: the URL Standard's parser (the
+//     github.com/nlnwa/whatwg-url library, held to the web-platform-tests
+//     data in url_wpt_test.go), with setters and a live searchParams;
+//     URL.canParse and URL.parse. An authority longer than 2048 bytes is
+//     refused as invalid (see maxAuthorityBytes).
 //   - AbortController, AbortSignal (abort, timeout on the run's timers, any,
 //     throwIfAborted, onabort), Event and EventTarget (minimal: no
 //     propagation path; a listener's exception goes to console.error).
