@@ -55,8 +55,10 @@
 //   - URL, URLSearchParams: the URL Standard's parser (the
 //     github.com/nlnwa/whatwg-url library, held to the web-platform-tests
 //     data in url_wpt_test.go), with setters and a live searchParams;
-//     URL.canParse and URL.parse. An authority longer than 2048 bytes is
-//     refused as invalid (see maxAuthorityBytes).
+//     URL.canParse and URL.parse. A URL with an authority longer than 2048
+//     bytes, longer than 2 MiB, or with a path whose slashes times bytes pass
+//     4 Mi is refused as invalid (maxAuthorityBytes, maxURLBytes,
+//     maxPathCost): the library's cost grows with their square.
 //   - AbortController, AbortSignal (abort, timeout on the run's timers, any,
 //     throwIfAborted, onabort), Event and EventTarget (minimal: no
 //     propagation path; a listener's exception goes to console.error).

@@ -17,13 +17,27 @@ var errInvalidURL = errors.New("invalid URL")
 // maxAuthorityBytes bounds the part of an input that can be read as an
 // authority (userinfo, host and port). The library's userinfo and opaque
 // host handling take time quadratic in their length, so a longer authority
-// is refused as invalid rather than parsed: no host (253 bytes in DNS) or
-// credential a program sends comes near it.
+// is refused as invalid rather than parsed; real hosts (253 bytes in DNS)
+// and credentials stay below it.
 const maxAuthorityBytes = 2048
+
+// maxURLBytes bounds a whole input, as Chromium does (2 MiB): the library
+// allocates about fifty bytes for each byte it reads.
+const maxURLBytes = 2 << 20
+
+// maxPathCost bounds the path separators times the bytes of a hierarchical
+// path: the library serializes a path (href, pathname) in time and garbage
+// of about that product. Real paths (a few KiB, tens of segments) stay far
+// below it; so do long paths of few segments.
+const maxPathCost = 4 << 20
 
 // parseURL parses input against an optional base.
 func parseURL(input string, base *webURL) (*webURL, error) {
-	if authorityTooLong(input) {
+	baseHref := ""
+	if base != nil && !base.u.OpaquePath() {
+		baseHref = base.href()
+	}
+	if len(input) > maxURLBytes || authorityTooLong(input) || pathTooCostly(input, baseHref) {
 		return nil, errInvalidURL
 	}
 	var u *whatwg.Url
@@ -36,7 +50,48 @@ func parseURL(input string, base *webURL) (*webURL, error) {
 	if err != nil {
 		return nil, errInvalidURL
 	}
+	if !reparses(u) {
+		return nil, errInvalidURL
+	}
 	return &webURL{u}, nil
+}
+
+// reparses reports whether u's href is within the bounds parseURL puts on
+// an input. What is accepted must parse again from its href, where the
+// setters and fetch start, and percent-encoding can make the href longer.
+func reparses(u *whatwg.Url) bool {
+	href := u.Href(false)
+	return len(href) <= maxURLBytes && !authorityTooLong(href) && !pathTooCostly(href, "")
+}
+
+// pathTooCostly reports whether the path the parser may build from input,
+// with base's (an href, "" for none) where input is relative to it, passes
+// maxPathCost. It over-estimates: it counts all of both up to '?' or '#'.
+// An opaque path costs nothing.
+func pathTooCostly(input, baseHref string) bool {
+	s := cleanInput(input)
+	if scheme, rest, ok := splitScheme(s); ok && !isSpecial(scheme) && !strings.HasPrefix(rest, "/") {
+		return false
+	}
+	return pathCost(hierarchical(s), hierarchical(baseHref)) > maxPathCost
+}
+
+// pathCost is the path separators times the bytes of parts.
+func pathCost(parts ...string) int {
+	seps, size := 0, 0
+	for _, p := range parts {
+		seps += strings.Count(p, "/") + strings.Count(p, `\`)
+		size += len(p)
+	}
+	return seps * size
+}
+
+// hierarchical cuts s at its query or fragment.
+func hierarchical(s string) string {
+	if end := strings.IndexAny(s, "?#"); end >= 0 {
+		return s[:end]
+	}
+	return s
 }
 
 // authorityTooLong reports whether the authority the parser may read in
@@ -140,11 +195,12 @@ func (w *webURL) parts() []string {
 
 // setURLPart applies one URL setter to the URL href and returns the new
 // URL (the same one when the standard's setter leaves it as it is), or nil
-// for an href that does not parse, a field with no setter, or a host value
-// past maxAuthorityBytes.
+// for an href that does not parse, a field with no setter, a value past
+// maxURLBytes, a host value past maxAuthorityBytes or a pathname past
+// maxPathCost (all left unread), or a result that would not parse again.
 func setURLPart(href, field, value string) *webURL {
 	w, err := parseURL(href, nil)
-	if err != nil {
+	if err != nil || len(value) > maxURLBytes {
 		return nil
 	}
 	u := w.u
@@ -167,6 +223,9 @@ func setURLPart(href, field, value string) *webURL {
 	case "port":
 		u.SetPort(value)
 	case "pathname":
+		if pathCost(value, hierarchical(href)) > maxPathCost {
+			return nil
+		}
 		u.SetPathname(value)
 	case "search":
 		u.SetSearch(value)
@@ -174,6 +233,9 @@ func setURLPart(href, field, value string) *webURL {
 		u.SetHash(value)
 	default:
 		return nil
+	}
+	if !reparses(u) {
+		return nil // the setter made it too long
 	}
 	return w
 }
