@@ -116,7 +116,7 @@ routes:
 
 	// A added back beside B: with B busy, A takes the next execution.
 	reload(config(b.url, a.url))
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, 15*time.Second, func() bool {
 		_, body := testutil.Get(t, gw.admin+"/metrics")
 		return strings.Contains(body, `codemode_backend_healthy{backend="pool",member="pool/1"} 1`)
 	}, "A to pass its health check again")

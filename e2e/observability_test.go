@@ -107,7 +107,7 @@ func TestJSONLogsMetricsAndBuildInfo(t *testing.T) {
 	}
 	ex.Close()
 	var spans []otlptest.Span
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, 15*time.Second, func() bool {
 		spans = rcv.Spans()
 		for _, s := range spans {
 			if s.Name == "codemode.execute" {

@@ -233,7 +233,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	cfg = strings.Replace(cfg, "  - path: /v1/executor\n    kind: executor\n", "", 1) + "routes:\n  - path: /v1/executor\n    kind: executor\n"
 	writeFile(t, path, cfg)
 	gw.proc.cmd.Process.Signal(syscall.SIGHUP)
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, 15*time.Second, func() bool {
 		ex, err := dial(newTenantKey)
 		if ex != nil {
 			ex.Close()
@@ -267,17 +267,6 @@ func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -346,7 +335,7 @@ func TestTLSAndCertificateReload(t *testing.T) {
 	}
 	second := selfSigned(t, dir)
 	gw.proc.cmd.Process.Signal(syscall.SIGHUP)
-	waitUntil(t, func() bool { return served().SerialNumber.Cmp(second.SerialNumber) == 0 }, "the renewed certificate to be served")
+	testutil.WaitFor(t, 15*time.Second, func() bool { return served().SerialNumber.Cmp(second.SerialNumber) == 0 }, "the renewed certificate to be served")
 }
 
 // TestTwoReplicasRouteOneHandle: two gateway processes with one

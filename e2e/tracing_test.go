@@ -14,6 +14,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/internal/telemetry/otlptest"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -96,7 +97,7 @@ func TestTracesAcrossGatewayAndExecutorServer(t *testing.T) {
 	want := map[string]int{"gateway codemode.execute": 3, "server codemode.execute": 2, "gateway codemode.tool_call": 3,
 		"server codemode.tool_call": 2, "gateway codemode.outbound": 3, "server codemode.outbound": 2, "gateway codemode.connection": 2}
 	var spans []otlptest.Span
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, 15*time.Second, func() bool {
 		spans = rcv.Spans()
 		got := map[string]int{}
 		for _, s := range spans {
@@ -238,7 +239,7 @@ func TestHandleInvocationsJoinTheTraceAcrossServers(t *testing.T) {
 
 	var spans []otlptest.Span
 	var gateway, server []otlptest.Span
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, 15*time.Second, func() bool {
 		spans = rcv.Spans()
 		gateway, server = nil, nil
 		for _, s := range spans {
@@ -340,7 +341,7 @@ routes:
 		t.Fatalf("the native fetch: %+v, %v", res, err)
 	}
 	var exec, out otlptest.Span
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, 15*time.Second, func() bool {
 		for _, s := range rcv.Spans() {
 			switch s.Name {
 			case "codemode.execute":

@@ -38,7 +38,7 @@ func TestUsageAndTraceContextFromJavaScript(t *testing.T) {
 		t.Fatalf("the usage scenarios failed from JavaScript: %v", err)
 	}
 
-	waitUntil(t, func() bool {
+	testutil.WaitFor(t, 15*time.Second, func() bool {
 		found := 0
 		for _, s := range rcv.Spans() {
 			if s.Name == "codemode.execute" && s.ParentID() == parent && s.TraceID() == traces[s.Attr("codemode.tenant")] {

@@ -21,6 +21,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -361,7 +362,7 @@ func TestConcurrencyAndRateLimits(t *testing.T) {
 	// cross capnweb).
 	blocker.Close()
 	<-done
-	waitFor(t, func() bool { return e.metric(t, `codemode_executions_in_flight{tenant="initech"}`) == "0" }, "initech's run to end")
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.metric(t, `codemode_executions_in_flight{tenant="initech"}`) == "0" }, "initech's run to end")
 	// The burst of 2 has one token left (the refused run gave its token
 	// back); the next ones inside the same moment are over the rate, each
 	// told to wait at most the 20 ms a token takes at 50 a second.
@@ -529,17 +530,6 @@ func TestLocalBackendThroughTheGateway(t *testing.T) {
 	}
 	if v, _ := res.Value(); v != 42.0 || len(calls) != 1 || calls[0] != `store.get "a"` {
 		t.Fatalf("got %+v (calls %v)", res, calls)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for "+format, args...)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

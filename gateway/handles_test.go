@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
@@ -69,7 +70,7 @@ func TestHandleBoundsEvictAndClose(t *testing.T) {
 	}
 	// The third grant pushed out the tenant's least recently used one, and
 	// the gateway closed it on the backend.
-	waitFor(t, func() bool { return len(e.far.Closed()) == 1 && e.far.Held() == 2 }, "the oldest handles to be closed, closed %v", e.far.Closed())
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(e.far.Closed()) == 1 && e.far.Held() == 2 }, "the oldest handles to be closed, closed %v", e.far.Closed())
 	if _, err := ex.InvokeHandle(testCtx(t), ids[0], "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"}); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
 		t.Fatalf("an evicted id gave %v", err)
 	}
@@ -85,7 +86,7 @@ func TestHandleBoundsEvictAndClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return len(e.far.Closed()) == 2 }, "the table to evict one more, closed %v", e.far.Closed())
+	testutil.WaitFor(t, 10*time.Second, func() bool { return len(e.far.Closed()) == 2 }, "the table to evict one more, closed %v", e.far.Closed())
 }
 
 // TestExecutionIDsRouteAcrossReplicas: a second gateway that shares the id
@@ -169,7 +170,7 @@ func TestPinDroppedWhenTheBackendClosesTheHandles(t *testing.T) {
 	if got := pins(); got != "1" {
 		t.Fatalf("codemode_pins = %s after a grant, want 1", got)
 	}
-	waitFor(t, func() bool { return pins() == "0" }, "the pin to go at the idle bound (codemode_pins %s)", pins())
+	testutil.WaitFor(t, 10*time.Second, func() bool { return pins() == "0" }, "the pin to go at the idle bound (codemode_pins %s)", pins())
 }
 
 // TestRemoteMemberClosingHandlesReachesTheCaller: a remote member that
@@ -227,5 +228,5 @@ func memberClosesHandlesByItself(t *testing.T, outbound protocol.Outbound) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the caller never heard that the member closed the handles")
 	}
-	waitFor(t, func() bool { return pins() == "0" }, "the pin to go when the member closed (codemode_pins %s)", pins())
+	testutil.WaitFor(t, 10*time.Second, func() bool { return pins() == "0" }, "the pin to go when the member closed (codemode_pins %s)", pins())
 }

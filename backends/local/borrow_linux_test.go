@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -47,7 +49,7 @@ func spinPids(t *testing.T, e *Executor, n int) []int {
 			json.Unmarshal([]byte(res.ResultJSON), &v)
 			pids[i] = v[0]
 		}()
-		waitFor(t, func() bool { return e.Stats().Runs == i+1 })
+		testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Runs == i+1 }, "run %d to start", i+1)
 	}
 	wg.Wait()
 	return pids

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -214,7 +215,7 @@ func TestHandlesIdleBound(t *testing.T) {
 		}
 		time.Sleep(150 * time.Millisecond)
 	}
-	waitFor(t, func() bool { return e.Stats().HandlesExpired == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().HandlesExpired == 1 }, "the idle bound to expire the handles")
 	wantClosed(t, e, id)
 	expectOne(t, e)
 }
@@ -267,10 +268,10 @@ func TestHandlesTimerAllocatingUntilTheMemoryLimit(t *testing.T) {
 	if got := invokeBody(t, e, id, "/"); got == "" {
 		t.Fatal("no answer")
 	}
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		s := e.Stats()
 		return s.HeapLimits+s.RSSKills+s.OutOfMemory > 0
-	})
+	}, "the memory bound to end the handles")
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
 	if err == nil || err.Error() != protocol.NewMemoryLimitError(64).Error() || protocol.FailureOf(err) != protocol.FailureMemory {
 		t.Fatalf("after the memory limit: %v, want the memory text", err)
@@ -287,11 +288,11 @@ func TestHandlesWorkerCrashCloses(t *testing.T) {
 	pid := e.handles[id].r.w.p.pid
 	e.mu.Unlock()
 	syscall.Kill(pid, syscall.SIGKILL)
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		return e.handles[id] == nil
-	})
+	}, "the crashed worker's handles to close")
 	wantClosed(t, e, id)
 	expectOne(t, e)
 }
@@ -357,7 +358,7 @@ func TestHandlesCountAgainstTheirTenantOnly(t *testing.T) {
 		}
 		done <- res
 	}()
-	waitFor(t, func() bool { return q.Stats().Queued == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return q.Stats().Queued == 1 }, "one execution to queue")
 	if got := invokeBody(t, q, id, "/"); got != "1" {
 		t.Fatalf("the handles while one waits: %q", got)
 	}

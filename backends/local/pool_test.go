@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -211,7 +212,7 @@ func TestQueueOverflowIsImmediateAndSparesRunningWork(t *testing.T) {
 			results[i] = err
 		}()
 		// Let the first take the worker and the second enter the queue.
-		waitFor(t, func() bool { s := e.Stats(); return s.Runs == 1 && s.Queued == i })
+		testutil.WaitFor(t, 10*time.Second, func() bool { s := e.Stats(); return s.Runs == 1 && s.Queued == i }, "one run and %d queued", i)
 	}
 	_, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid"})
 	var qo *protocol.QueueOverflowError
@@ -239,7 +240,7 @@ func TestNoQueueRefusesWhenBusy(t *testing.T) {
 		defer close(done)
 		runScript(t, e, "sleep 800")
 	}()
-	waitFor(t, func() bool { return e.Stats().Runs == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Runs == 1 }, "the run to start")
 	_, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid"})
 	if protocol.CodeOf(err) != protocol.CodeQueueOverflow {
 		t.Fatalf("got %v, want QUEUE_OVERFLOW", err)
@@ -255,18 +256,11 @@ func TestCloseBreaksRunningAndLaterCalls(t *testing.T) {
 		_, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "sleep 30000"})
 		errc <- err
 	}()
-	waitFor(t, func() bool { return e.Stats().Runs == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Runs == 1 }, "the run to start")
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-errc:
-		if protocol.CodeOf(err) != protocol.CodeConnectionBroken {
-			t.Fatalf("running execution: got %v, want CONNECTION_BROKEN", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the running execution outlived Close")
-	}
+	testutil.WaitBroken(t, errc, 10*time.Second, "the running execution")
 	if _, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid"}); protocol.CodeOf(err) != protocol.CodeConnectionBroken {
 		t.Fatalf("Execute after Close: %v", err)
 	}
@@ -470,18 +464,6 @@ func TestParentClockCountsComputeDuringHostCall(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Close leaves nothing running in the parent: every reader, monitor and
 // host-call goroutine ends with the executor.
 func TestCloseLeavesNoGoroutines(t *testing.T) {
@@ -501,7 +483,7 @@ func TestIdleWorkerDeathIsHealed(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1})
 	pid := pidOf(t, e)
 	syscall.Kill(pid, syscall.SIGKILL)
-	waitFor(t, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }, "worker %d to exit", pid)
 	if got := pidOf(t, e); got == pid {
 		t.Fatalf("the dead worker %d served", pid)
 	}

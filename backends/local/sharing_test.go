@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -79,7 +80,7 @@ func TestParkedRunsShareOneWorker(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, func() bool { return g.count() == n })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return g.count() == n }, "%d tool calls to arrive", n)
 	s := e.Stats()
 	if s.Runs != n || s.Parked != n || s.Busy != 1 {
 		t.Fatalf("%d runs parked, stats %+v: want all of them on one busy worker", n, s)
@@ -137,7 +138,7 @@ func TestSiblingMemoryBombEndsAlone(t *testing.T) {
 		}
 		parked <- res
 	}()
-	waitFor(t, func() bool { return g.count() == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return g.count() == 1 }, "the tool call to arrive")
 	res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
 		Code:    "async () => { const a = []; while (true) a.push('x'.repeat(1000) + a.length) }",
 		Timeout: protocol.TimeoutOf(30000),
@@ -168,7 +169,7 @@ func TestSiblingSpinsWhileAToolAnswerArrives(t *testing.T) {
 		}
 		parked <- res
 	}()
-	waitFor(t, func() bool { return g.count() == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return g.count() == 1 }, "the tool call to arrive")
 	spun := make(chan *protocol.ExecuteResult, 1)
 	go func() {
 		res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
@@ -179,7 +180,7 @@ func TestSiblingSpinsWhileAToolAnswerArrives(t *testing.T) {
 		}
 		spun <- res
 	}()
-	waitFor(t, func() bool { return e.Stats().Runs == 2 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Runs == 2 }, "both runs to start")
 	time.Sleep(100 * time.Millisecond) // let the spinner take the CPU
 	close(g.release)
 	if res := <-parked; res == nil || res.HasError || res.ResultJSON != "2" {
@@ -205,7 +206,7 @@ func TestGoCodePastDeadlineSparesNoSiblingButBlamesNone(t *testing.T) {
 		_, err := e.ExecuteWith(testCtx(t), parkedRequest(g, 1), tenantT)
 		parked <- err
 	}()
-	waitFor(t, func() bool { return g.count() == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return g.count() == 1 }, "the tool call to arrive")
 	res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
 		Code: "async () => /^(a+)+(?=c)/.test('a'.repeat(40) + 'b')", Timeout: protocol.TimeoutOf(300),
 	}, tenantT)
@@ -236,7 +237,7 @@ func TestBusyTenantDoesNotStallAnother(t *testing.T) {
 			e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "spin 1500\npid", Timeout: protocol.TimeoutOf(60000)}, protocol.Policy{Tenant: "b"})
 		}()
 	}
-	waitFor(t, func() bool { return e.Stats().Runs == 4 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Runs == 4 }, "four runs to start")
 	pidA := pidFor(t, e, "a")
 	if s := e.Stats(); s.Runs == 0 {
 		t.Fatalf("the flood was over before tenant a's run returned: %+v", s)
@@ -253,13 +254,13 @@ func TestQueueWaitIsBounded(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1, RunsPerWorker: 1, QueueTimeout: 300 * time.Millisecond})
 	// The first run must not wait on the worker's start: on a loaded
 	// machine that alone can pass the 300 ms bound.
-	waitFor(t, func() bool { s := e.Stats(); return s.WorkersAlive == 1 && s.Spares == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { s := e.Stats(); return s.WorkersAlive == 1 && s.Spares == 1 }, "one worker and its spare")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runScript(t, e, "sleep 3000")
 	}()
-	waitFor(t, func() bool { return e.Stats().Runs == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Runs == 1 }, "the run to start")
 	_, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid"})
 	var qt *protocol.QueueTimeoutError
 	if !errors.As(err, &qt) || protocol.CodeOf(err) != protocol.CodeQueueOverflow || qt.Waited != 300*time.Millisecond {
@@ -285,7 +286,7 @@ func TestQueueIsPerTenant(t *testing.T) {
 			defer wg.Done()
 			runScript(t, e, "sleep 1500")
 		}()
-		waitFor(t, func() bool { s := e.Stats(); return s.Runs == 1 && s.Queued == i })
+		testutil.WaitFor(t, 10*time.Second, func() bool { s := e.Stats(); return s.Runs == 1 && s.Queued == i }, "one run and %d queued", i)
 	}
 	_, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid"})
 	if protocol.CodeOf(err) != protocol.CodeQueueOverflow {
@@ -305,7 +306,7 @@ func TestIdleWorkersShrinkToTheWarmMinimum(t *testing.T) {
 	if s := e.Stats(); s.WorkersAlive < 3 {
 		t.Fatalf("three tenants ran on %d workers", s.WorkersAlive)
 	}
-	waitFor(t, func() bool { s := e.Stats(); return s.WorkersAlive == 1 && s.Spares == 1 })
+	testutil.WaitFor(t, 10*time.Second, func() bool { s := e.Stats(); return s.WorkersAlive == 1 && s.Spares == 1 }, "one worker and its spare")
 }
 
 // At the ceiling, a tenant that holds no worker gets one: the worker of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -257,22 +258,11 @@ func TestRetainedOutboundOutlivesTheCall(t *testing.T) {
 	}
 	// Closing the handles released the server's duplicate of the stub: the
 	// caller's export table is back to where it started.
-	waitFor(t, func() bool { return sess.Stats() == base }, "the outbound stub to be released: %+v, want %+v", sess.Stats(), base)
+	testutil.WaitFor(t, 5*time.Second, func() bool { return sess.Stats() == base }, "the outbound stub to be released: %+v, want %+v", sess.Stats(), base)
 	_, err = client.InvokeHandle(ctx(t), res.ExecutionID, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
 	var hc *protocol.HandlesClosedError
 	if protocol.CodeOf(err) != protocol.CodeHandlesClosed || !errors.As(err, &hc) || hc.ExecutionID != res.ExecutionID {
 		t.Fatalf("invoke after close gave %v", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for "+format, args...)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -434,16 +424,9 @@ func TestConnectionLossAndReconnect(t *testing.T) {
 	}()
 	<-fake.Started
 	ts.dropAll() // the server side drops mid-execution
-	select {
-	case err := <-errc:
-		if protocol.CodeOf(err) != protocol.CodeConnectionBroken {
-			t.Fatalf("the execution in flight failed with %v, want CONNECTION_BROKEN", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the execution in flight never failed")
-	}
+	testutil.WaitBroken(t, errc, 10*time.Second, "the execution in flight")
 	// The next call dials again.
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, 5*time.Second, func() bool {
 		res, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:2"})
 		return err == nil && res.ResultJSON == "2"
 	}, "a call on a fresh connection to succeed")
@@ -539,7 +522,7 @@ func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
 	if err == nil || executorapi.Message(err) != protocol.NewExecutionTimeoutError(300).Error() {
 		t.Fatalf("a spinning handler gave %v, want the timeout text", err)
 	}
-	waitFor(t, func() bool { return sess.Stats() == base }, "the outbound stub to be released: %+v, want %+v", sess.Stats(), base)
+	testutil.WaitFor(t, 5*time.Second, func() bool { return sess.Stats() == base }, "the outbound stub to be released: %+v, want %+v", sess.Stats(), base)
 	_, err = client.InvokeHandle(ctx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://x/"})
 	if protocol.CodeOf(err) != protocol.CodeHandlesClosed {
 		t.Fatalf("after the bound closed the handles: %v", err)
@@ -552,5 +535,5 @@ func TestRetainedOutboundReleasedWhenABoundEndsTheHandles(t *testing.T) {
 func TestRetainedOutboundReleasedAtTheIdleBound(t *testing.T) {
 	sess, _, _, base := grantWithStub(t, local.Options{MaxWorkers: 1, HandlesIdleTimeout: 300 * time.Millisecond},
 		"async () => (req) => new Response('ok')", protocol.Timeout{})
-	waitFor(t, func() bool { return sess.Stats() == base }, "the idle bound to release the outbound stub: %+v, want %+v", sess.Stats(), base)
+	testutil.WaitFor(t, 5*time.Second, func() bool { return sess.Stats() == base }, "the idle bound to release the outbound stub: %+v, want %+v", sess.Stats(), base)
 }

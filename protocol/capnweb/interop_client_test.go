@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
@@ -47,18 +48,6 @@ func wantResult(t *testing.T, what string, got, want any) {
 	t.Helper()
 	if d := goDiff(got, want); d != "" {
 		t.Errorf("%s: %s", what, d)
-	}
-}
-
-// waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -113,9 +102,9 @@ func goClientScenarios() []goScenario {
 		if n := calls.Load(); n != 1 {
 			t.Errorf("callback ran %d times, want 1", n)
 		}
-		waitUntil(t, 5*time.Second, "the server releases the callback after the call", func() bool {
+		testutil.WaitFor(t, 5*time.Second, func() bool {
 			return sess.Stats() == base
-		})
+		}, "the server releases the callback after the call")
 	})
 
 	add("callback/async", func(t *testing.T, ctx context.Context, sess *capnweb.Session, _ string) {
@@ -146,9 +135,9 @@ func goClientScenarios() []goScenario {
 		if n := calls.Load(); n != 100 {
 			t.Errorf("callback ran %d times, want 100", n)
 		}
-		waitUntil(t, 5*time.Second, "the server releases the callback after the call", func() bool {
+		testutil.WaitFor(t, 5*time.Second, func() bool {
 			return sess.Stats() == base
-		})
+		}, "the server releases the callback after the call")
 	})
 
 	add("callback/concurrent", func(t *testing.T, ctx context.Context, sess *capnweb.Session, _ string) {
@@ -195,9 +184,9 @@ func goClientScenarios() []goScenario {
 			t.Errorf("callback ran %d times, want 2", n)
 		}
 		wantResult(t, "releaseKept", mustCall(t, ctx, sess.Main(), "releaseKept"), "released")
-		waitUntil(t, 5*time.Second, "the server releases the duplicate", func() bool {
+		testutil.WaitFor(t, 5*time.Second, func() bool {
 			return sess.Stats() == base
-		})
+		}, "the server releases the duplicate")
 	})
 
 	add("errors/throw_with_code", func(t *testing.T, ctx context.Context, sess *capnweb.Session, _ string) {
@@ -293,9 +282,9 @@ func goClientScenarios() []goScenario {
 		local := newCounter(1000)
 		base := sess.Stats()
 		wantResult(t, "incrementVia(a Go counter)", mustCall(t, ctx, sess.Main(), "incrementVia", local, 1), 1001.0)
-		waitUntil(t, 5*time.Second, "the server releases the Go object after the call", func() bool {
+		testutil.WaitFor(t, 5*time.Second, func() bool {
 			return sess.Stats() == base
-		})
+		}, "the server releases the Go object after the call")
 	})
 
 	add("pipelining/promise_in_result", func(t *testing.T, ctx context.Context, sess *capnweb.Session, _ string) {
@@ -381,10 +370,10 @@ func goClientScenarios() []goScenario {
 		}
 		observer := dialGo(t, ctx, url)
 		var end any
-		waitUntil(t, 5*time.Second, "the server notices the session ended", func() bool {
+		testutil.WaitFor(t, 5*time.Second, func() bool {
 			end = mustCall(t, ctx, observer.Main(), "sessionEnd", id)
 			return end != nil
-		})
+		}, "the server notices the session ended")
 		t.Logf("server saw: %v", end)
 	})
 	return list

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
@@ -62,9 +63,9 @@ func TestInteropJSClientGoServer(t *testing.T) {
 	if cancelled < 1 {
 		t.Errorf("no hang() handler saw its context cancelled when the JS client ended the session")
 	}
-	waitUntil(t, 10*time.Second, "every session the JS client opened ends", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return srv.activeSessions() == 0
-	})
+	}, "every session the JS client opened ends")
 }
 
 // TestInteropJSGarbageGoServer sends the Go server (built by capnweb.Accept, with a small read
@@ -86,12 +87,12 @@ func TestInteropJSGarbageGoServer(t *testing.T) {
 	checkScenarios(t, "garbage.mjs", results, code, stderr, garbageScenarioCount+1)
 	// Each aborted session must end on the Go side too, not linger, and leave no goroutine
 	// behind (a small slack for the HTTP server's own).
-	waitUntil(t, 10*time.Second, "every garbage session ends on the Go side", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return srv.activeSessions() == 1
-	})
-	waitUntil(t, 10*time.Second, "the garbage sessions' goroutines exit", func() bool {
+	}, "every garbage session ends on the Go side")
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return runtime.NumGoroutine() <= baseline+3
-	})
+	}, "the garbage sessions' goroutines exit")
 	if _, err := idle.Main().Call(ctx, "add", 2, 2); err != nil {
 		t.Errorf("the session open during the garbage failed afterwards: %v", err)
 	}
@@ -112,9 +113,9 @@ func TestInteropGoClientJSServer(t *testing.T) {
 func TestInteropGoClientGoServer(t *testing.T) {
 	srv := startGoServer(t, false, capnweb.Options{})
 	runGoClientScenarios(t, srv.URL)
-	waitUntil(t, 10*time.Second, "every session the Go client opened ends", func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return srv.activeSessions() == 0
-	})
+	}, "every session the Go client opened ends")
 }
 
 // traceFrame is one line of interop/trace.mjs.

@@ -52,11 +52,13 @@
 //   - Blob (parts, size, type, slice, text, arrayBuffer, bytes, stream),
 //     File, FormData (string and Blob entries; as a body it is encoded as
 //     multipart/form-data; there are no HTML forms).
-//   - URL, URLSearchParams: the URL Standard's parser for special and
-//     non-special schemes, IPv4 in every numeric form, IPv6, percent-encode
-//     sets, dot segments and relative resolution, with setters and a live
-//     searchParams; URL.canParse and URL.parse. Non-ASCII host names (IDNA)
-//     are refused as invalid; file URLs skip the Windows drive-letter quirks.
+//   - URL, URLSearchParams: the URL Standard's parser (the
+//     github.com/nlnwa/whatwg-url library, held to the web-platform-tests
+//     data in url_wpt_test.go), with setters and a live searchParams;
+//     URL.canParse and URL.parse. A URL with an authority longer than 2048
+//     bytes, longer than 2 MiB, or with a path whose slashes times bytes pass
+//     4 Mi is refused as invalid (maxAuthorityBytes, maxURLBytes,
+//     maxPathCost): the library's cost grows with their square.
 //   - AbortController, AbortSignal (abort, timeout on the run's timers, any,
 //     throwIfAborted, onabort), Event and EventTarget (minimal: no
 //     propagation path; a listener's exception goes to console.error).

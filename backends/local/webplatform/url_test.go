@@ -40,7 +40,7 @@ func TestParseURL(t *testing.T) {
 		{"http://example.com:8a/", "", ""},
 		{"http://", "", ""},
 		{"http://ex%41mple.com/", "", "http://example.com/"},
-		{"http://münchen.de/", "", ""},
+		{"http://münchen.de/", "", "http://xn--mnchen-3ya.de/"},
 		{"mailto:someone@example.com", "", "mailto:someone@example.com"},
 		{"data:text/plain,hi there", "", "data:text/plain,hi there"},
 		{"foo:/a/../b", "", "foo:/b"},
@@ -67,6 +67,30 @@ func TestParseURL(t *testing.T) {
 		{"x", "mailto:a@b", ""},
 		{"#x", "mailto:a@b", "mailto:a@b#x"},
 		{"b", "foo://h/a/c", "foo://h/a/b"},
+		// An authority past maxAuthorityBytes is refused; only an input
+		// that has one is measured.
+		{"http://" + strings.Repeat("a", maxAuthorityBytes-2) + "@x/", "", "http://" + strings.Repeat("a", maxAuthorityBytes-2) + "@x/"},
+		{"http://" + strings.Repeat("a", maxAuthorityBytes-1) + "@x/", "", ""},
+		{"http:" + strings.Repeat("@", maxAuthorityBytes+1), "", ""},
+		{"foo://" + strings.Repeat("%", maxAuthorityBytes+1), "", ""},
+		{"//" + strings.Repeat("@", maxAuthorityBytes) + "x/", "http://example.com/", ""},
+		{"//" + strings.Repeat("@", maxAuthorityBytes) + "x/", "foo://h/", ""},
+		{"http://x/" + strings.Repeat("a@", maxAuthorityBytes), "", "http://x/" + strings.Repeat("a@", maxAuthorityBytes)},
+		{"mailto:" + strings.Repeat("a", maxAuthorityBytes) + "@example.com", "", "mailto:" + strings.Repeat("a", maxAuthorityBytes) + "@example.com"},
+		{strings.Repeat("a", maxAuthorityBytes) + "@b", "http://example.com/", "http://example.com/" + strings.Repeat("a", maxAuthorityBytes) + "@b"},
+		// The bounds hold for the href too, which percent-encoding lengthens.
+		{"http://" + strings.Repeat(" ", maxAuthorityBytes/2) + "@x/", "", ""},
+		{"http://x/" + strings.Repeat("é", maxURLBytes/4), "", ""},
+		// So is a hierarchical path past maxPathCost (separators times bytes);
+		// an opaque path, a query or a fragment is not one.
+		{"http://x/" + strings.Repeat("a/", 1100), "", "http://x/" + strings.Repeat("a/", 1100)},
+		{"http://x/" + strings.Repeat("a/", 1500), "", ""},
+		{strings.Repeat("b/", 500), "http://x/" + strings.Repeat("a/", 1000), ""},
+		{"http://x/?" + strings.Repeat("a/", 100000), "", "http://x/?" + strings.Repeat("a/", 100000)},
+		{"data:," + strings.Repeat("a/", 100000), "", "data:," + strings.Repeat("a/", 100000)},
+		// So is an input past maxURLBytes.
+		{"data:," + strings.Repeat("a", maxURLBytes-len("data:,")), "", "data:," + strings.Repeat("a", maxURLBytes-len("data:,"))},
+		{"data:," + strings.Repeat("a", maxURLBytes-len("data:,")+1), "", ""},
 	}
 	for _, c := range cases {
 		var base *webURL
@@ -120,6 +144,12 @@ func TestURLGlobal(t *testing.T) {
 			`"https://x/p?b=x+y%26z#h"`},
 		{"emptying searchParams drops the ?", `const u = new URL('https://x/p?a=1'); u.searchParams.delete('a'); return u.href`, `"https://x/p"`},
 		{"search setter updates searchParams", `const u = new URL('https://x/'); const sp = u.searchParams; u.search = '?k=v'; return sp.get('k')`, `"v"`},
+		{"a host setter past the authority bound is ignored", `const u = new URL('https://x/'); u.hostname = 'a'.repeat(2049); u.host = 'b'.repeat(2049) + ':1';
+			const before = u.href; u.hostname = 'c'.repeat(2048); return [before, u.hostname.length]`, `["https://x/",2048]`},
+		{"a pathname past the path cost bound is ignored", `const u = new URL('https://x/'); u.pathname = 'a/'.repeat(2000); const before = u.href;
+			u.pathname = 'a/'.repeat(1000); return [before, u.pathname.length]`, `["https://x/",2001]`},
+		{"a setter that makes the href past 2 MiB is ignored", `const u = new URL('https://x/'); u.hash = 'h'.repeat(2 * 1024 * 1024 - 10); const before = u.href;
+			u.hash = 'h'.repeat(2 * 1024 * 1024 - 11); return [before, u.href.length]`, `["https://x/",2097152]`},
 		{"members are prototype accessors", `return [Object.keys(new URL('https://x/')).length, typeof Object.getOwnPropertyDescriptor(URL.prototype, 'href').get]`, `[0,"function"]`},
 	})
 }
@@ -162,8 +192,8 @@ func FuzzParseURL(f *testing.F) {
 		if !utf8.ValidString(href) && utf8.ValidString(input) && utf8.ValidString(baseText) {
 			t.Fatalf("href %q is not UTF-8", href)
 		}
-		if strings.ContainsAny(href, " \t\n\r") {
-			t.Fatalf("href %q holds whitespace", href)
+		if strings.ContainsAny(href, "\t\n\r") {
+			t.Fatalf("href %q holds a tab or newline", href)
 		}
 		again, err := parseURL(href, nil)
 		if err != nil {
@@ -179,4 +209,33 @@ func FuzzParseURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The parser's cost on inputs at the authority bound and on long inputs
+// that have no authority to bound.
+func BenchmarkParseURL(b *testing.B) {
+	for _, c := range []struct {
+		name, input string
+		refused     bool
+	}{
+		{"typical", "https://user:pw@Example.com:8443/p/a/../b?x=1&y=2#frag", false},
+		// Parsed whole, then refused: its href's userinfo is three times longer.
+		{"userinfo at the bound", "http://" + strings.Repeat("@", maxAuthorityBytes-1) + "x/", true},
+		{"path at the cost bound", "http://x/" + strings.Repeat("a/", 1400), false},
+		{"512KiB path of two segments", "http://x/" + strings.Repeat("a", 1<<19) + "/b", false},
+		{"1MiB query", "http://x/?" + strings.Repeat("a=@", 1<<18), false},
+		{"1MiB opaque path", "data:text/plain," + strings.Repeat("a@%", 1<<18), false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				u, err := parseURL(c.input, nil)
+				if (err != nil) != c.refused {
+					b.Fatalf("refused: %v", err)
+				}
+				if u != nil {
+					_ = u.parts()
+				}
+			}
+		})
+	}
 }
