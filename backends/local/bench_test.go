@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 

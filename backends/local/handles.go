@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/backends/local/internal/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 

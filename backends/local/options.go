@@ -11,7 +11,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/backends/local/internal/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 

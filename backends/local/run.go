@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/queue"
-	"github.com/supolka/codemode-gateway/backends/local/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 

@@ -3,7 +3,7 @@ package sandbox
 import (
 	"context"
 
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/backends/local/internal/webplatform"
 )
 
 // The session is the web platform's event loop: fetch, timers behind

@@ -147,6 +147,6 @@
 //
 // The web platform (fetch with the outbound setting, Request, Response,
 // Headers, URL, AbortController, TextEncoder, crypto, structuredClone and
-// the declared absences) comes from backends/local/webplatform, installed
+// the declared absences) comes from backends/local/internal/webplatform, installed
 // with the session as its event loop.
 package sandbox

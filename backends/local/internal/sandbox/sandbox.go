@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/backends/local/internal/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 	"github.com/supolka/codemode-gateway/backends/local/internal/queue"
-	"github.com/supolka/codemode-gateway/backends/local/webplatform"
+	"github.com/supolka/codemode-gateway/backends/local/internal/webplatform"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
