@@ -19,7 +19,7 @@ type vector struct {
 
 func loadVectors(t *testing.T) []vector {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "protocol", "testdata", "dispatch-vectors.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "protocol", "testdata", "dispatch-vectors.json"))
 	if err != nil {
 		t.Fatalf("the shared vectors: %v", err)
 	}
