@@ -140,18 +140,7 @@ func (e *encoder) value(v any, depth int) error {
 			e.buf = append(e.buf, "null"...)
 			return nil
 		}
-		e.buf = append(e.buf, '{')
-		for i, k := range jsvalue.SortedKeys(x) {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.buf = jsvalue.AppendString(e.buf, k)
-			e.buf = append(e.buf, ':')
-			if err := e.value(x[k], depth+1); err != nil {
-				return err
-			}
-		}
-		e.buf = append(e.buf, '}')
+		return e.sortedMembers(jsvalue.SortedKeys(x), func(k string) any { return x[k] }, depth)
 	case jsvalue.Object:
 		return e.object(x, depth)
 	case *Stub:
@@ -375,6 +364,25 @@ func (e *encoder) path(path []string) {
 	e.buf = append(e.buf, ']')
 }
 
+// sortedMembers writes a Go map as an object: keys in the order given
+// (sorted, as JavaScript orders an object built by inserting them so),
+// each value from get.
+func (e *encoder) sortedMembers(keys []string, get func(string) any, depth int) error {
+	e.buf = append(e.buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = jsvalue.AppendString(e.buf, k)
+		e.buf = append(e.buf, ':')
+		if err := e.value(get(k), depth+1); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
+	return nil
+}
+
 func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 	if v, ok := jsvalue.Scalar(rv); ok {
 		return e.value(v, depth)
@@ -416,18 +424,7 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 		for it := rv.MapRange(); it.Next(); {
 			m[it.Key().String()] = it.Value()
 		}
-		e.buf = append(e.buf, '{')
-		for i, k := range jsvalue.SortedKeys(m) {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.buf = jsvalue.AppendString(e.buf, k)
-			e.buf = append(e.buf, ':')
-			if err := e.value(m[k].Interface(), depth+1); err != nil {
-				return err
-			}
-		}
-		e.buf = append(e.buf, '}')
+		return e.sortedMembers(jsvalue.SortedKeys(m), func(k string) any { return m[k].Interface() }, depth)
 	case reflect.Struct:
 		e.buf = append(e.buf, '{')
 		n := 0
