@@ -112,10 +112,8 @@ func (v *validator) validate(c *Config) {
 	for i := range c.Backends {
 		b := &c.Backends[i]
 		path := fmt.Sprintf("backends[%d]", i)
-		v.name(path+".name", b.Name, "backend")
-		if _, dup := backends[b.Name]; dup && b.Name != "" {
-			v.add(path+".name", "another backend is already named %q; names must be unique", b.Name)
-		}
+		_, dup := backends[b.Name]
+		v.uniqueName(path+".name", b.Name, "backend", dup)
 		backends[b.Name] = b
 		v.backend(path, b)
 	}
@@ -134,10 +132,7 @@ func (v *validator) validate(c *Config) {
 	for i := range c.Tenants {
 		t := &c.Tenants[i]
 		path := fmt.Sprintf("tenants[%d]", i)
-		v.name(path+".name", t.Name, "tenant")
-		if tenants[t.Name] && t.Name != "" {
-			v.add(path+".name", "another tenant is already named %q; names must be unique", t.Name)
-		}
+		v.uniqueName(path+".name", t.Name, "tenant", tenants[t.Name])
 		tenants[t.Name] = true
 		if t.Backend == "" {
 			v.add(path+".backend", "is required: the name of the backend group this tenant's executions run on")
@@ -224,6 +219,15 @@ func names(bs []Backend) string {
 		return "(none declared)"
 	}
 	return strings.Join(out, ", ")
+}
+
+// uniqueName is name, and a problem when another of its kind (seen) has
+// the same name already.
+func (v *validator) uniqueName(path, name, what string, seen bool) {
+	v.name(path, name, what)
+	if seen && name != "" {
+		v.add(path, "another %s is already named %q; names must be unique", what, name)
+	}
 }
 
 func (v *validator) name(path, name, what string) {
