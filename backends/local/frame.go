@@ -170,12 +170,6 @@ func (fw *frameWriter) write(m *message, max int) error {
 	return err
 }
 
-// writeFrame encodes m as one frame; see frameWriter.write.
-func writeFrame(w io.Writer, m *message, max int) error {
-	fw := frameWriter{w: w}
-	return fw.write(m, max)
-}
-
 // frameReader reads frames from one stream, reusing its body buffer:
 // decoding copies every string out of it.
 type frameReader struct {
@@ -222,10 +216,4 @@ func (fr *frameReader) read(max int) (*message, error) {
 		return nil, errors.New("malformed frame: no kind")
 	}
 	return m, nil
-}
-
-// readFrame decodes one frame; see frameReader.read.
-func readFrame(r io.Reader, max int) (*message, error) {
-	fr := frameReader{r: r}
-	return fr.read(max)
 }

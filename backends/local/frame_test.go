@@ -198,3 +198,15 @@ func TestFrameBufferReuse(t *testing.T) {
 		t.Fatalf("end of stream: %v, want io.EOF", err)
 	}
 }
+
+// writeFrame encodes m as one frame; see frameWriter.write.
+func writeFrame(w io.Writer, m *message, max int) error {
+	fw := frameWriter{w: w}
+	return fw.write(m, max)
+}
+
+// readFrame decodes one frame; see frameReader.read.
+func readFrame(r io.Reader, max int) (*message, error) {
+	fr := frameReader{r: r}
+	return fr.read(max)
+}
