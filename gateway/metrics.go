@@ -44,45 +44,27 @@ func newMetrics(g *Gateway) *metrics {
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c); m.collectors = append(m.collectors, c) }
 	m.executions = executionsCounter("tenant", "backend", "outcome")
 	m.wall = wallHistogram("tenant", "backend")
-	m.inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "codemode_executions_in_flight",
-		Help: "Executions in flight by tenant.",
-	}, []string{"tenant"})
-	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "codemode_tool_calls_total",
-		Help: "Tool calls dispatched back to the caller, by tenant and whether the caller answered (ok) or failed (error).",
-	}, []string{"tenant", "result"})
-	m.toolLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "codemode_tool_call_seconds",
-		Help:    "Time the caller took to answer a tool call.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-	}, []string{"tenant"})
-	m.outbound = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "codemode_outbound_total",
-		Help: "Executions by the outbound mode they ran with, after the operator's veto.",
-	}, []string{"tenant", "mode"})
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "codemode_outbound_requests_total",
-		Help: "Requests programs sent with fetch, by mode: stub (to the caller's outbound function) and native (performed by a local backend; remote backends do not report theirs).",
-	}, []string{"tenant", "mode"})
-	m.runClock = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "codemode_execution_run_clock_seconds",
-		Help:    "Time executions spent on their run clock (host waits excluded unless countHostWaits), as local backends report it.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-	}, []string{"tenant", "backend"})
-	m.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "codemode_connections",
-		Help: "Open connections by tenant and route kind.",
-	}, []string{"tenant", "kind"})
-	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "codemode_auth_failures_total",
-		Help: "Requests refused before any upgrade, by reason (unauthenticated, forbidden, too_many_connections; the last is also codemode_refusals_total{reason=\"connections\"}).",
-	}, []string{"reason"})
-	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "codemode_refusals_total",
-		Help: "Executions and connections turned away, by tenant and reason: rate, concurrency, budget_executions, budget_run_clock, connections, draining, and from a backend queue_full, queue_wait or backend.",
-	}, []string{"tenant", "reason"})
-	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.requests, m.runClock, m.connections, m.authFailures, m.refusals} {
+	m.inFlight = gaugeVec("codemode_executions_in_flight",
+		"Executions in flight by tenant.", "tenant")
+	m.toolCalls = counterVec("codemode_tool_calls_total",
+		"Tool calls dispatched back to the caller, by tenant and whether the caller answered (ok) or failed (error).", "tenant", "result")
+	m.toolLatency = histogramVec("codemode_tool_call_seconds",
+		"Time the caller took to answer a tool call.", secondsBuckets(), "tenant")
+	m.outbound = counterVec("codemode_outbound_total",
+		"Executions by the outbound mode they ran with, after the operator's veto.", "tenant", "mode")
+	m.requests = counterVec("codemode_outbound_requests_total",
+		"Requests programs sent with fetch, by mode: stub (to the caller's outbound function) and native (performed by a local backend; remote backends do not report theirs).", "tenant", "mode")
+	m.runClock = histogramVec("codemode_execution_run_clock_seconds",
+		"Time executions spent on their run clock (host waits excluded unless countHostWaits), as local backends report it.", secondsBuckets(), "tenant", "backend")
+	m.connections = gaugeVec("codemode_connections",
+		"Open connections by tenant and route kind.", "tenant", "kind")
+	m.authFailures = counterVec("codemode_auth_failures_total",
+		"Requests refused before any upgrade, by reason (unauthenticated, forbidden, too_many_connections; the last is also codemode_refusals_total{reason=\"connections\"}).", "reason")
+	m.refusals = counterVec("codemode_refusals_total",
+		"Executions and connections turned away, by tenant and reason: rate, concurrency, budget_executions, budget_run_clock, connections, draining, and from a backend queue_full, queue_wait or backend.", "tenant", "reason")
+	m.queueWait = histogramVec("codemode_queue_wait_seconds",
+		"Time executions waited for room in their backend before they started, as local backends report it.", prometheus.ExponentialBuckets(0.0001, 4, 10), "tenant", "backend")
+	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.requests, m.runClock, m.connections, m.authFailures, m.refusals, m.queueWait} {
 		f(c)
 	}
 	ps := g.handles.pins
@@ -96,12 +78,6 @@ func newMetrics(g *Gateway) *metrics {
 		func() float64 { return float64(ps.evictions.Load()) }))
 	f(&healthCollector{g: g, desc: prometheus.NewDesc("codemode_backend_healthy", "1 when a backend member passes its health check.", []string{"backend", "member"}, nil)})
 	f(newPoolCollector(g.localPools))
-	m.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "codemode_queue_wait_seconds",
-		Help:    "Time executions waited for room in their backend before they started, as local backends report it.",
-		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
-	}, []string{"tenant", "backend"})
-	f(m.queueWait)
 	for _, c := range processCollectors(g.version) {
 		f(c)
 	}
@@ -126,19 +102,31 @@ func processCollectors(version string) []prometheus.Collector {
 // executionsCounter and wallHistogram are the execution metrics a gateway
 // and an executor server share, by the labels each can tell.
 func executionsCounter(labels ...string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "codemode_executions_total",
-		Help: "Executions by tenant, backend group and outcome (ok, user_error, timeout, memory, payload, or a fault code).",
-	}, labels)
+	return counterVec("codemode_executions_total",
+		"Executions by tenant, backend group and outcome (ok, user_error, timeout, memory, payload, or a fault code).", labels...)
 }
 
 func wallHistogram(labels ...string) *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "codemode_execution_wall_seconds",
-		Help:    "Wall-clock duration of executions as the gateway saw them, tool waits included.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-	}, labels)
+	return histogramVec("codemode_execution_wall_seconds",
+		"Wall-clock duration of executions as the gateway saw them, tool waits included.", secondsBuckets(), labels...)
 }
+
+// counterVec, gaugeVec and histogramVec build the series name over labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+}
+
+// secondsBuckets span 0.5 ms to about two minutes by fours, for the
+// durations of executions and tool calls.
+func secondsBuckets() []float64 { return prometheus.ExponentialBuckets(0.0005, 4, 10) }
 
 // logExecution writes the one log line of an execution, the same on a
 // gateway and an executor server: with its connection and trace ids when
@@ -318,7 +306,7 @@ type usageMetrics struct {
 
 func newUsageMetrics(register func(prometheus.Collector)) usageMetrics {
 	counter := func(name, help string) *prometheus.CounterVec {
-		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"tenant"})
+		c := counterVec(name, help, "tenant")
 		register(c)
 		return c
 	}
@@ -328,11 +316,8 @@ func newUsageMetrics(register func(prometheus.Collector)) usageMetrics {
 		toolCalls: counter("codemode_usage_tool_calls_total", "Tool calls executions made, as their executors report them."),
 		requests:  counter("codemode_usage_outbound_requests_total", "Requests executions sent with fetch, as their executors report them."),
 		logBytes:  counter("codemode_usage_log_bytes_total", "Bytes of console text executions captured, as their executors report them."),
-		peakHeap: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "codemode_usage_peak_heap_bytes",
-			Help:    "The largest heap each execution was charged, as its executor reports it.",
-			Buckets: prometheus.ExponentialBuckets(1<<20, 2, 10),
-		}, []string{"tenant"}),
+		peakHeap: histogramVec("codemode_usage_peak_heap_bytes",
+			"The largest heap each execution was charged, as its executor reports it.", prometheus.ExponentialBuckets(1<<20, 2, 10), "tenant"),
 	}
 	register(u.peakHeap)
 	return u

@@ -27,33 +27,24 @@ func setAddressLimit(extra uint64) uint64 {
 }
 
 // readVmSize reads this process's address space size in bytes.
-func readVmSize() (uint64, bool) {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0, false
-	}
-	f := bytes.Fields(b)
-	if len(f) < 1 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(f[0]), 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return n * pageSize, true
-}
+func readVmSize() (uint64, bool) { return readStatm("/proc/self/statm", 0) }
 
 // readRSS reads a process's resident set size in bytes.
 func readRSS(pid int) (uint64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	return readStatm("/proc/"+strconv.Itoa(pid)+"/statm", 1)
+}
+
+// readStatm reads field i of a statm file, a count of pages, in bytes.
+func readStatm(path string, i int) (uint64, bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, false
 	}
 	f := bytes.Fields(b)
-	if len(f) < 2 {
+	if len(f) <= i {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(f[1]), 10, 64)
+	n, err := strconv.ParseUint(string(f[i]), 10, 64)
 	if err != nil {
 		return 0, false
 	}
@@ -75,7 +66,6 @@ func claimStdout() *os.File {
 	return os.NewFile(uintptr(fd), "frames")
 }
 
-// processGroupAttr starts a worker as the leader of its own process group.
 // processGroupAttr starts a worker in a process group of its own, as cred
 // when it is not nil.
 func processGroupAttr(cred workerCred) *syscall.SysProcAttr {

@@ -290,36 +290,40 @@ func (k deathKind) String() string {
 	return [...]string{"crashed", "closed", "rss", "timeout", "rlimit", "protocol", "retired"}[k]
 }
 
-// kind classifies the death; the stats, the log and the span read it.
+// kind classifies the death; the stats, the log, the span and bound read
+// it. A kill for memory or time outranks the runtime's own death of
+// memory, which outranks the parent's other kills.
 func (d deathNote) kind() deathKind {
 	switch {
 	case d.closed:
 		return deathClosed
-	case d.reason == killMemory:
-		return deathRSS
-	case d.reason == killOverrun:
-		return deathTimeout
-	case d.oom:
+	case d.oom && d.reason != killMemory && d.reason != killOverrun:
 		return deathRlimit
-	case d.reason == killProtocol:
-		return deathProtocol
-	case d.reason == killRetired:
-		return deathRetired
 	}
-	return deathCrashed
+	return deathByKill[d.reason]
+}
+
+// deathByKill is the kind of a death by the parent's kill reason.
+var deathByKill = [...]deathKind{
+	killNone:     deathCrashed,
+	killMemory:   deathRSS,
+	killClosed:   deathClosed,
+	killProtocol: deathProtocol,
+	killRetired:  deathRetired,
+	killOverrun:  deathTimeout,
 }
 
 // bound is the declared failure a death reports to run r: the one blamed
 // for a bound only stopping the process could hold. Nil when r is not to
 // blame.
 func (d deathNote) bound(r *run) error {
-	if d.closed || d.blamed != r.id {
+	if d.blamed != r.id {
 		return nil
 	}
-	switch {
-	case d.reason == killMemory || (d.oom && d.reason != killOverrun):
+	switch d.kind() {
+	case deathRSS, deathRlimit:
 		return protocol.NewMemoryLimitError(r.job.MemoryLimitMB)
-	case d.reason == killOverrun:
+	case deathTimeout:
 		return protocol.NewExecutionTimeoutError(r.job.TimeoutMs)
 	}
 	return nil
