@@ -25,25 +25,8 @@ func decodeUTF8(b []byte, fatal, stream bool) (out string, consumed int, ok bool
 			i++
 			continue
 		}
-		need, lower, upper := 0, byte(0x80), byte(0xBF)
-		switch {
-		case c >= 0xC2 && c <= 0xDF:
-			need = 1
-		case c >= 0xE0 && c <= 0xEF:
-			need = 2
-			if c == 0xE0 {
-				lower = 0xA0
-			} else if c == 0xED {
-				upper = 0x9F
-			}
-		case c >= 0xF0 && c <= 0xF4:
-			need = 3
-			if c == 0xF0 {
-				lower = 0x90
-			} else if c == 0xF4 {
-				upper = 0x8F
-			}
-		default:
+		lead, isLead := utf8LeadOf(c)
+		if !isLead {
 			if fatal {
 				return "", 0, false
 			}
@@ -53,21 +36,21 @@ func decodeUTF8(b []byte, fatal, stream bool) (out string, consumed int, ok bool
 		}
 		j := i + 1
 		complete := true
-		for k := 0; k < need; k++ {
+		for k := 0; k < lead.need; k++ {
 			if j >= len(b) {
 				complete = false
 				break
 			}
 			lo, hi := byte(0x80), byte(0xBF)
 			if k == 0 {
-				lo, hi = lower, upper
+				lo, hi = lead.lower, lead.upper
 			}
 			if b[j] < lo || b[j] > hi {
 				break
 			}
 			j++
 		}
-		if j == i+1+need {
+		if j == i+1+lead.need {
 			sb.Write(b[i:j])
 			i = j
 			continue
@@ -84,6 +67,38 @@ func decodeUTF8(b []byte, fatal, stream bool) (out string, consumed int, ok bool
 		i = j
 	}
 	return sb.String(), len(b), true
+}
+
+// utf8Lead is what a lead byte of UTF-8 asks of the bytes after it: how many
+// continuation bytes follow, and the range the first of them must lie in (the
+// others lie in 0x80–0xBF). The narrow ranges after 0xE0, 0xED, 0xF0 and 0xF4
+// shut out overlong forms, surrogates and code points above U+10FFFF.
+type utf8Lead struct {
+	first, last  byte // the lead bytes this row covers
+	need         int
+	lower, upper byte
+}
+
+// utf8Leads are the lead bytes of the Encoding Standard's UTF-8 decoder; any
+// other byte at or above 0x80 cannot start a sequence.
+var utf8Leads = [...]utf8Lead{
+	{0xC2, 0xDF, 1, 0x80, 0xBF},
+	{0xE0, 0xE0, 2, 0xA0, 0xBF},
+	{0xE1, 0xEC, 2, 0x80, 0xBF},
+	{0xED, 0xED, 2, 0x80, 0x9F},
+	{0xEE, 0xEF, 2, 0x80, 0xBF},
+	{0xF0, 0xF0, 3, 0x90, 0xBF},
+	{0xF1, 0xF3, 3, 0x80, 0xBF},
+	{0xF4, 0xF4, 3, 0x80, 0x8F},
+}
+
+func utf8LeadOf(c byte) (utf8Lead, bool) {
+	for _, l := range utf8Leads {
+		if c >= l.first && c <= l.last {
+			return l, true
+		}
+	}
+	return utf8Lead{}, false
 }
 
 // encodeUTF8Into writes as many whole code points of s as fit in dst and
