@@ -25,8 +25,8 @@ func decodeUTF8(b []byte, fatal, stream bool) (out string, consumed int, ok bool
 			i++
 			continue
 		}
-		lead, isLead := utf8LeadOf(c)
-		if !isLead {
+		need, lower, upper := utf8Lead(c)
+		if need == 0 {
 			if fatal {
 				return "", 0, false
 			}
@@ -36,21 +36,21 @@ func decodeUTF8(b []byte, fatal, stream bool) (out string, consumed int, ok bool
 		}
 		j := i + 1
 		complete := true
-		for k := 0; k < lead.need; k++ {
+		for k := 0; k < need; k++ {
 			if j >= len(b) {
 				complete = false
 				break
 			}
 			lo, hi := byte(0x80), byte(0xBF)
 			if k == 0 {
-				lo, hi = lead.lower, lead.upper
+				lo, hi = lower, upper
 			}
 			if b[j] < lo || b[j] > hi {
 				break
 			}
 			j++
 		}
-		if j == i+1+lead.need {
+		if j == i+1+need {
 			sb.Write(b[i:j])
 			i = j
 			continue
@@ -69,19 +69,13 @@ func decodeUTF8(b []byte, fatal, stream bool) (out string, consumed int, ok bool
 	return sb.String(), len(b), true
 }
 
-// utf8Lead is what a lead byte of UTF-8 asks of the bytes after it: how many
-// continuation bytes follow, and the range the first of them must lie in (the
-// others lie in 0x80–0xBF). The narrow ranges after 0xE0, 0xED, 0xF0 and 0xF4
-// shut out overlong forms, surrogates and code points above U+10FFFF.
-type utf8Lead struct {
-	first, last  byte // the lead bytes this row covers
-	need         int
-	lower, upper byte
-}
-
-// utf8Leads are the lead bytes of the Encoding Standard's UTF-8 decoder; any
-// other byte at or above 0x80 cannot start a sequence.
-var utf8Leads = [...]utf8Lead{
+// utf8Leads are the lead bytes of the Encoding Standard's UTF-8 decoder: how
+// many continuation bytes follow, and the range the first of them must lie in
+// (the others lie in 0x80–0xBF); the narrow ones shut out overlong forms,
+// surrogates and code points above U+10FFFF.
+var utf8Leads = [...]struct {
+	first, last, need, lower, upper byte
+}{
 	{0xC2, 0xDF, 1, 0x80, 0xBF},
 	{0xE0, 0xE0, 2, 0xA0, 0xBF},
 	{0xE1, 0xEC, 2, 0x80, 0xBF},
@@ -92,13 +86,14 @@ var utf8Leads = [...]utf8Lead{
 	{0xF4, 0xF4, 3, 0x80, 0x8F},
 }
 
-func utf8LeadOf(c byte) (utf8Lead, bool) {
+// utf8Lead looks c up in utf8Leads; need is 0 where c starts no sequence.
+func utf8Lead(c byte) (need int, lower, upper byte) {
 	for _, l := range utf8Leads {
 		if c >= l.first && c <= l.last {
-			return l, true
+			return int(l.need), l.lower, l.upper
 		}
 	}
-	return utf8Lead{}, false
+	return 0, 0, 0
 }
 
 // encodeUTF8Into writes as many whole code points of s as fit in dst and
