@@ -38,9 +38,14 @@ func ecPublicOf(d []byte) ([]byte, bool) {
 	return pub, err == nil
 }
 
+func ecPublic(pub []byte) (*ecdsa.PublicKey, bool) {
+	k, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), pub)
+	return k, err == nil
+}
+
 func ecValidPublic(pub []byte) bool {
-	_, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), pub)
-	return err == nil
+	_, ok := ecPublic(pub)
+	return ok
 }
 
 // ecSign signs the digest of data with the IEEE P1363 encoding Web Crypto
@@ -65,8 +70,8 @@ func ecSign(d []byte, hashName string, data []byte) ([]byte, bool) {
 }
 
 func ecVerify(pub []byte, hashName string, sig, data []byte) bool {
-	k, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), pub)
-	if err != nil || len(sig) != 64 {
+	k, ok := ecPublic(pub)
+	if !ok || len(sig) != 64 {
 		return false
 	}
 	sum, ok := digest(hashName, data)
@@ -144,44 +149,40 @@ func parseSPKI(der []byte) (kind string, pub []byte, ok bool) {
 	return "", nil, false
 }
 
+// marshalPKCS8 writes a private key the glue holds as PKCS #8 DER.
 func marshalPKCS8(kind string, priv []byte) ([]byte, bool) {
-	var key any
-	switch kind {
-	case "ECDSA":
-		k, ok := ecPrivate(priv)
-		if !ok {
-			return nil, false
-		}
-		key = k
-	case "Ed25519":
-		if len(priv) != ed25519.SeedSize {
-			return nil, false
-		}
-		key = ed25519.NewKeyFromSeed(priv)
-	default:
-		return nil, false
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	return der, err == nil
+	return marshalDER(x509.MarshalPKCS8PrivateKey, goKey(kind, priv, true))
 }
 
+// marshalSPKI writes a public key the glue holds as SPKI DER.
 func marshalSPKI(kind string, pub []byte) ([]byte, bool) {
-	var key any
-	switch kind {
-	case "ECDSA":
-		k, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), pub)
-		if err != nil {
-			return nil, false
+	return marshalDER(x509.MarshalPKIXPublicKey, goKey(kind, pub, false))
+}
+
+// goKey is the Go key behind the bytes the glue holds for a private or a
+// public key of a kind, or nil where the bytes are no such key.
+func goKey(kind string, b []byte, private bool) any {
+	switch {
+	case kind == "ECDSA" && private:
+		if k, ok := ecPrivate(b); ok {
+			return k
 		}
-		key = k
-	case "Ed25519":
-		if len(pub) != ed25519.PublicKeySize {
-			return nil, false
+	case kind == "ECDSA":
+		if k, ok := ecPublic(b); ok {
+			return k
 		}
-		key = ed25519.PublicKey(pub)
-	default:
+	case kind == "Ed25519" && private && len(b) == ed25519.SeedSize:
+		return ed25519.NewKeyFromSeed(b)
+	case kind == "Ed25519" && !private && len(b) == ed25519.PublicKeySize:
+		return ed25519.PublicKey(b)
+	}
+	return nil
+}
+
+func marshalDER(marshal func(key any) ([]byte, error), key any) ([]byte, bool) {
+	if key == nil {
 		return nil, false
 	}
-	der, err := x509.MarshalPKIXPublicKey(key)
+	der, err := marshal(key)
 	return der, err == nil
 }

@@ -287,6 +287,22 @@ func (p *platform) bytesArg(v goja.Value) []byte {
 	return ab.Bytes()
 }
 
+// byteRange is the part of an ArrayBuffer argument from offset for length
+// bytes, not a copy: a native that writes into it writes into the caller's
+// buffer.
+func (p *platform) byteRange(buf, offset, length goja.Value) []byte {
+	ab, ok := buf.Export().(goja.ArrayBuffer)
+	if !ok {
+		panic(p.vm.NewTypeError("expected an ArrayBuffer"))
+	}
+	b := ab.Bytes()
+	off, n := offset.ToInteger(), length.ToInteger()
+	if off < 0 || n < 0 || off > int64(len(b)) || n > int64(len(b))-off {
+		panic(p.vm.NewTypeError("byte range outside the buffer"))
+	}
+	return b[off : off+n]
+}
+
 func (p *platform) buffer(b []byte) goja.Value {
 	if b == nil {
 		b = []byte{}
@@ -352,16 +368,8 @@ func (p *platform) natives() map[string]func(goja.FunctionCall) goja.Value {
 		},
 		// utf8EncodeInto(text, buffer, offset, length) → [read, written].
 		"utf8EncodeInto": func(c goja.FunctionCall) goja.Value {
-			ab, ok := c.Argument(1).Export().(goja.ArrayBuffer)
-			if !ok {
-				panic(vm.NewTypeError("expected an ArrayBuffer"))
-			}
-			b := ab.Bytes()
-			off, n := c.Argument(2).ToInteger(), c.Argument(3).ToInteger()
-			if off < 0 || n < 0 || off > int64(len(b)) || n > int64(len(b))-off {
-				panic(vm.NewTypeError("byte range outside the buffer"))
-			}
-			r, w := encodeUTF8Into(c.Argument(0).String(), b[off:off+n])
+			dst := p.byteRange(c.Argument(1), c.Argument(2), c.Argument(3))
+			r, w := encodeUTF8Into(c.Argument(0).String(), dst)
 			return vm.NewArray(r, w)
 		},
 		// utf8Decode(buffer, fatal, stream, encoding?) → [text, consumed],
@@ -399,16 +407,8 @@ func (p *platform) natives() map[string]func(goja.FunctionCall) goja.Value {
 		},
 		// randomFill(buffer, offset, length) fills a byte range.
 		"randomFill": func(c goja.FunctionCall) goja.Value {
-			ab, ok := c.Argument(0).Export().(goja.ArrayBuffer)
-			if !ok {
-				panic(vm.NewTypeError("expected an ArrayBuffer"))
-			}
-			b := ab.Bytes()
-			off, n := c.Argument(1).ToInteger(), c.Argument(2).ToInteger()
-			if off < 0 || n < 0 || off > int64(len(b)) || n > int64(len(b))-off {
-				panic(vm.NewTypeError("byte range outside the buffer"))
-			}
-			copy(b[off:off+n], randomBytes(int(n)))
+			dst := p.byteRange(c.Argument(0), c.Argument(1), c.Argument(2))
+			copy(dst, randomBytes(len(dst)))
 			return goja.Undefined()
 		},
 		"randomBytes": func(c goja.FunctionCall) goja.Value {

@@ -25,25 +25,8 @@ func decodeUTF8(b []byte, fatal, stream bool) (out string, consumed int, ok bool
 			i++
 			continue
 		}
-		need, lower, upper := 0, byte(0x80), byte(0xBF)
-		switch {
-		case c >= 0xC2 && c <= 0xDF:
-			need = 1
-		case c >= 0xE0 && c <= 0xEF:
-			need = 2
-			if c == 0xE0 {
-				lower = 0xA0
-			} else if c == 0xED {
-				upper = 0x9F
-			}
-		case c >= 0xF0 && c <= 0xF4:
-			need = 3
-			if c == 0xF0 {
-				lower = 0x90
-			} else if c == 0xF4 {
-				upper = 0x8F
-			}
-		default:
+		need, lower, upper := utf8Lead(c)
+		if need == 0 {
 			if fatal {
 				return "", 0, false
 			}
@@ -84,6 +67,33 @@ func decodeUTF8(b []byte, fatal, stream bool) (out string, consumed int, ok bool
 		i = j
 	}
 	return sb.String(), len(b), true
+}
+
+// utf8Leads are the lead bytes of the Encoding Standard's UTF-8 decoder: how
+// many continuation bytes follow, and the range the first of them must lie in
+// (the others lie in 0x80–0xBF); the narrow ones shut out overlong forms,
+// surrogates and code points above U+10FFFF.
+var utf8Leads = [...]struct {
+	first, last, need, lower, upper byte
+}{
+	{0xC2, 0xDF, 1, 0x80, 0xBF},
+	{0xE0, 0xE0, 2, 0xA0, 0xBF},
+	{0xE1, 0xEC, 2, 0x80, 0xBF},
+	{0xED, 0xED, 2, 0x80, 0x9F},
+	{0xEE, 0xEF, 2, 0x80, 0xBF},
+	{0xF0, 0xF0, 3, 0x90, 0xBF},
+	{0xF1, 0xF3, 3, 0x80, 0xBF},
+	{0xF4, 0xF4, 3, 0x80, 0x8F},
+}
+
+// utf8Lead looks c up in utf8Leads; need is 0 where c starts no sequence.
+func utf8Lead(c byte) (need int, lower, upper byte) {
+	for _, l := range utf8Leads {
+		if c >= l.first && c <= l.last {
+			return int(l.need), l.lower, l.upper
+		}
+	}
+	return 0, 0, 0
 }
 
 // encodeUTF8Into writes as many whole code points of s as fit in dst and
