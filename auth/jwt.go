@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -169,12 +170,9 @@ func (k jwk) verifyKey() (verifyKey, error) {
 		if k.Alg != "" && k.Alg != "RS256" {
 			return verifyKey{}, fmt.Errorf("alg %q is not supported; RSA keys verify RS256", k.Alg)
 		}
-		n, err := b64("n", k.N)
-		if err != nil {
-			return verifyKey{}, err
-		}
-		e, err := b64("e", k.E)
-		if err != nil {
+		n, errN := b64("n", k.N)
+		e, errE := b64("e", k.E)
+		if err := cmp.Or(errN, errE); err != nil {
 			return verifyKey{}, err
 		}
 		if len(e) > 4 {
@@ -192,12 +190,9 @@ func (k jwk) verifyKey() (verifyKey, error) {
 		if k.Crv != "P-256" || (k.Alg != "" && k.Alg != "ES256") {
 			return verifyKey{}, errors.New("only P-256 EC keys (ES256) are supported")
 		}
-		x, err := b64("x", k.X)
-		if err != nil {
-			return verifyKey{}, err
-		}
-		y, err := b64("y", k.Y)
-		if err != nil {
+		x, errX := b64("x", k.X)
+		y, errY := b64("y", k.Y)
+		if err := cmp.Or(errX, errY); err != nil {
 			return verifyKey{}, err
 		}
 		if len(x) != 32 || len(y) != 32 {
@@ -257,27 +252,28 @@ func (v *JWTVerifier) keyFor(t *jwt.Token) (any, error) {
 	return set, nil
 }
 
-// jwtReason turns a parser error into a reason that is safe to log and
-// useful to an operator.
+// jwtReasons are the reasons, safe to log and useful to an operator, for
+// the parser's errors, the first that matches winning.
+var jwtReasons = []struct {
+	err    error
+	reason string
+}{
+	{jwt.ErrTokenExpired, "the token has expired"},
+	{jwt.ErrTokenNotValidYet, "the token is not valid yet (nbf)"},
+	{jwt.ErrTokenRequiredClaimMissing, "the token lacks a required claim (exp)"},
+	{jwt.ErrTokenInvalidIssuer, "the token's issuer is not the configured one"},
+	{jwt.ErrTokenInvalidAudience, "the token's audience does not include the configured one"},
+	{jwt.ErrTokenSignatureInvalid, "the token's signature does not verify"},
+	{jwt.ErrTokenMalformed, "the token is malformed"},
+	{jwt.ErrTokenUnverifiable, "the token cannot be verified with the configured keys"},
+}
+
+// jwtReason turns a parser error into its entry of jwtReasons.
 func jwtReason(err error) error {
-	switch {
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return errors.New("the token has expired")
-	case errors.Is(err, jwt.ErrTokenNotValidYet):
-		return errors.New("the token is not valid yet (nbf)")
-	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return errors.New("the token lacks a required claim (exp)")
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
-		return errors.New("the token's issuer is not the configured one")
-	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return errors.New("the token's audience does not include the configured one")
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return errors.New("the token's signature does not verify")
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return errors.New("the token is malformed")
-	case errors.Is(err, jwt.ErrTokenUnverifiable):
-		return errors.New("the token cannot be verified with the configured keys")
-	default:
-		return errors.New("the token is invalid")
+	for _, r := range jwtReasons {
+		if errors.Is(err, r.err) {
+			return errors.New(r.reason)
+		}
 	}
+	return errors.New("the token is invalid")
 }

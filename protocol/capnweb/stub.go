@@ -41,11 +41,16 @@ func (s *Stub) Call(ctx context.Context, method string, args ...any) (any, error
 // example when it was only used as an argument of further calls): until
 // one of these, the peer keeps the result for pipelining.
 func (s *Stub) Invoke(method string, args ...any) *Promise {
-	var path []string
-	if method != "" {
-		path = []string{method}
+	return s.InvokePath(methodPath(method), args...)
+}
+
+// methodPath is the path that calls method; an empty method calls the
+// target itself.
+func methodPath(method string) []string {
+	if method == "" {
+		return nil
 	}
-	return s.InvokePath(path, args...)
+	return []string{method}
 }
 
 // InvokePath calls the function found at path (an empty path calls the
@@ -283,11 +288,7 @@ func (p *Promise) Get(path ...string) *Promise {
 
 // Invoke calls method on the result without waiting for it.
 func (p *Promise) Invoke(method string, args ...any) *Promise {
-	var path []string
-	if method != "" {
-		path = []string{method}
-	}
-	return p.InvokePath(path, args...)
+	return p.InvokePath(methodPath(method), args...)
 }
 
 // InvokePath calls the function at path of the result: pipelined to the

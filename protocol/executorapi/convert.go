@@ -465,34 +465,22 @@ func requestToWire(r protocol.OutboundRequest) jsvalue.Object {
 	}
 }
 
-func requestFromWire(v any) (protocol.OutboundRequest, error) {
-	const where = "request"
+func requestFromWire(v any) (r protocol.OutboundRequest, err error) {
 	m, ok := asMap(v)
 	if !ok {
-		return protocol.OutboundRequest{}, shapeError("the request must be an object {method, url, headers, body}")
+		return r, shapeError("the request must be an object {method, url, headers, body}")
 	}
-	var r protocol.OutboundRequest
 	if r.Method, ok = m["method"].(string); !ok {
 		return r, shapeError("request.method must be a string")
 	}
 	if r.URL, ok = m["url"].(string); !ok {
 		return r, shapeError("request.url must be a string")
 	}
-	var err error
-	if r.Headers, err = headersFromWire(where, m["headers"]); err != nil {
+	if r.Headers, err = headersFromWire("request", m["headers"]); err != nil {
 		return r, err
 	}
-	if b := m["body"]; !isAbsent(b) {
-		data, ok := capnweb.AsBytes(b)
-		if !ok {
-			return r, shapeError("request.body must be an ArrayBuffer or null")
-		}
-		if data == nil {
-			data = []byte{}
-		}
-		r.Body = data
-	}
-	return r, nil
+	r.Body, err = bodyFromWire("request", m["body"], "an ArrayBuffer or null")
+	return r, err
 }
 
 func responseToWire(r protocol.OutboundResponse) jsvalue.Object {
@@ -508,35 +496,44 @@ func responseToWire(r protocol.OutboundResponse) jsvalue.Object {
 	}
 }
 
-func responseFromWire(v any) (protocol.OutboundResponse, error) {
-	const where = "response"
+func responseFromWire(v any) (r protocol.OutboundResponse, err error) {
 	m, ok := asMap(v)
 	if !ok {
-		return protocol.OutboundResponse{}, shapeError("the response must be an object {status, statusText, headers, body}")
+		return r, shapeError("the response must be an object {status, statusText, headers, body}")
 	}
-	var r protocol.OutboundResponse
 	status, ok := m["status"].(float64)
 	if !ok || status != math.Trunc(status) || status < 0 || status > 999 {
 		return r, shapeError("response.status must be a whole number from 0 to 999")
 	}
 	r.Status = int(status)
-	st, err := optionalString(m, "statusText")
-	if err != nil {
+	if r.StatusText, err = optionalString(m, "statusText"); err != nil {
 		return r, shapeError("response.%v", err)
 	}
-	r.StatusText = st
-	if r.Headers, err = headersFromWire(where, m["headers"]); err != nil {
+	if r.Headers, err = headersFromWire("response", m["headers"]); err != nil {
 		return r, err
 	}
-	if b := m["body"]; !isAbsent(b) {
-		data, ok := capnweb.AsBytes(b)
-		if !ok {
-			return r, shapeError("response.body must be an ArrayBuffer")
-		}
-		r.Body = data
+	if r.Body, err = bodyFromWire("response", m["body"], "an ArrayBuffer"); err != nil {
+		return r, err
 	}
 	if r.Body == nil {
 		r.Body = []byte{}
 	}
 	return r, nil
+}
+
+// bodyFromWire reads the body of a request or response (where): nil when
+// absent, else an ArrayBuffer's bytes (never nil); kind is what the
+// contract allows there, named in the error.
+func bodyFromWire(where string, v any, kind string) ([]byte, error) {
+	if isAbsent(v) {
+		return nil, nil
+	}
+	data, ok := capnweb.AsBytes(v)
+	if !ok {
+		return nil, shapeError("%s.body must be %s", where, kind)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
 }
