@@ -140,7 +140,7 @@ func (e *encoder) value(v any, depth int) error {
 			e.buf = append(e.buf, "null"...)
 			return nil
 		}
-		return e.sortedMembers(jsvalue.SortedKeys(x), func(k string) any { return x[k] }, depth)
+		return e.object(sortedObject(x, func(v any) any { return v }), depth)
 	case jsvalue.Object:
 		return e.object(x, depth)
 	case *Stub:
@@ -199,6 +199,16 @@ func (e *encoder) typedBytes(b Bytes) error {
 	}
 	e.bytes(b.Data, b.Type)
 	return nil
+}
+
+// sortedObject is a Go map as the object JavaScript builds by inserting
+// its keys sorted, each value through val.
+func sortedObject[V any](m map[string]V, val func(V) any) jsvalue.Object {
+	o := make(jsvalue.Object, 0, len(m))
+	for _, k := range jsvalue.SortedKeys(m) {
+		o = append(o, jsvalue.Member{Key: k, Value: val(m[k])})
+	}
+	return o
 }
 
 func (e *encoder) object(o jsvalue.Object, depth int) error {
@@ -364,25 +374,6 @@ func (e *encoder) path(path []string) {
 	e.buf = append(e.buf, ']')
 }
 
-// sortedMembers writes a Go map as an object: keys in the order given
-// (sorted, as JavaScript orders an object built by inserting them so),
-// each value from get.
-func (e *encoder) sortedMembers(keys []string, get func(string) any, depth int) error {
-	e.buf = append(e.buf, '{')
-	for i, k := range keys {
-		if i > 0 {
-			e.buf = append(e.buf, ',')
-		}
-		e.buf = jsvalue.AppendString(e.buf, k)
-		e.buf = append(e.buf, ':')
-		if err := e.value(get(k), depth+1); err != nil {
-			return err
-		}
-	}
-	e.buf = append(e.buf, '}')
-	return nil
-}
-
 func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 	if v, ok := jsvalue.Scalar(rv); ok {
 		return e.value(v, depth)
@@ -424,7 +415,7 @@ func (e *encoder) reflectValue(rv reflect.Value, depth int) error {
 		for it := rv.MapRange(); it.Next(); {
 			m[it.Key().String()] = it.Value()
 		}
-		return e.sortedMembers(jsvalue.SortedKeys(m), func(k string) any { return m[k].Interface() }, depth)
+		return e.object(sortedObject(m, reflect.Value.Interface), depth)
 	case reflect.Struct:
 		e.buf = append(e.buf, '{')
 		n := 0
