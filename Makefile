@@ -154,7 +154,7 @@ image-test: image
 # ---- TypeScript client (clients/typescript) and its examples ----------------
 # npm ci of the package (its adapters' upstream packages and playwright-core
 # are dev dependencies), of examples/, which links the package, and of
-# test/ai7 (ai 7 and the Node.js 22 it needs, from the npm registry). make test
+# test/ai7 (ai 7, and on Linux x64 the Node.js 22 it needs, from the npm registry). make test
 # runs client-test first, alone (clients/typescript/client_test.go, build tag
 # clienttest): tsc, tsc --noEmit of every example, and the package's node
 # --test files against the real gateway binary and headless Chromium, then

