@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,26 +22,6 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// lockedBuffer collects a process's stderr and logs it as it comes.
-type lockedBuffer struct {
-	t  *testing.T
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.t.Logf("server: %s", strings.TrimRight(string(p), "\n"))
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestJSONLogsMetricsAndBuildInfo runs a gateway that logs JSON and traces
 // to a receiver in the test: stdout and stderr hold JSON lines only; the
 // start-up line names the version and the configuration's digest; the
@@ -61,7 +40,7 @@ func TestJSONLogsMetricsAndBuildInfo(t *testing.T) {
 	}
 	cmd := exec.Command(gatewayBinary(t), "serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), exportSoon)
-	stderr := &lockedBuffer{t: t}
+	stderr := &testutil.Buffer{Echo: t}
 	cmd.Stderr = stderr
 	var mu sync.Mutex
 	var stdout []string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 	"github.com/supolka/codemode-gateway/protocol/executortest"
@@ -19,7 +20,7 @@ import (
 
 // remoteTenantGateway serves one tenant on a remote group of the members
 // given, logging into logs; it returns the tenant's executor.
-func remoteTenantGateway(t *testing.T, logs *syncBuffer, members ...string) *remote.Executor {
+func remoteTenantGateway(t *testing.T, logs *testutil.Buffer, members ...string) *remote.Executor {
 	t.Helper()
 	key := auth.NewAPIKey()
 	hash, _ := auth.HashAPIKey(key)
@@ -49,7 +50,7 @@ routes:
 // A remote member that cannot be reached is reported to the tenant without
 // its address; the operator's log keeps it.
 func TestTenantsNeverReadAnUnreachableMembersAddress(t *testing.T) {
-	var logs syncBuffer
+	var logs testutil.Buffer
 	dead := deadURL(t)
 	ex := remoteTenantGateway(t, &logs, dead)
 	_, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"})
@@ -73,7 +74,7 @@ func TestTenantsNeverReadABrokenMembersAddress(t *testing.T) {
 	hs.Listener = conns
 	hs.Start()
 	defer func() { hs.Close(); srv.Close() }()
-	var logs syncBuffer
+	var logs testutil.Buffer
 	ex := remoteTenantGateway(t, &logs, wsURL(hs.URL)+"/")
 	done := make(chan error, 1)
 	go func() {

@@ -1,11 +1,9 @@
 package gateway_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http/httptest"
 	"regexp"
-	"sync"
 	"testing"
 
 	"github.com/supolka/codemode-gateway/backends/local"
@@ -14,28 +12,10 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// syncBuffer is a log sink the worker pool and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // An executor server logs one line per execution, the gateway's line, and
 // its readiness fails once it is told to stop.
 func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
-	var logs syncBuffer
+	var logs testutil.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	pool, err := local.New(local.Options{MaxWorkers: 1, Logger: log})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 )
 
 // allowedOrigins takes full origins (scheme compared) beside host patterns
@@ -14,7 +15,7 @@ import (
 func TestAllowedOriginsAsBrowsersSendThem(t *testing.T) {
 	key := auth.NewAPIKey()
 	hash, _ := auth.HashAPIKey(key)
-	var logs syncBuffer
+	var logs testutil.Buffer
 	_, hs, _ := serveConfig(t, fmt.Sprintf(`listen: 127.0.0.1:0
 backends: [{name: local, type: local, local: {maxWorkers: 1}}]
 tenants:

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
@@ -215,7 +216,7 @@ func jsRate(t *testing.T, url, mode string, d time.Duration, inflight int, serve
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { killGroup(cmd); return nil }
 	cmd.WaitDelay = 5 * time.Second
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	cpuBefore := serverCPU()
 	out, err := cmd.Output()

@@ -7,7 +7,6 @@ package capnweb_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,10 +16,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/supolka/codemode-gateway/internal/testutil"
 )
 
 const (
@@ -49,24 +49,6 @@ func requireInterop(t testing.TB) string {
 	return node
 }
 
-// lockedBuffer collects a child's output while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // killGroup ends the child and everything it started (it runs in its own process group).
 func killGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
@@ -80,7 +62,7 @@ type jsServer struct {
 	PID int
 	// Lines carries the stdout lines the server prints after its port.
 	Lines  <-chan string
-	stderr *lockedBuffer
+	stderr *testutil.Buffer
 }
 
 // startJSServer starts the capnweb JS server, interop/server.mjs.
@@ -94,7 +76,7 @@ func startNodeServer(t testing.TB, script string) *jsServer {
 	cmd := exec.Command(node, script, "0")
 	cmd.Dir = interopDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr := &lockedBuffer{}
+	stderr := &testutil.Buffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -174,7 +156,7 @@ func runJSScript(t testing.TB, script, url string, prefixes []string, env ...str
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { killGroup(cmd); return nil }
 	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testutil.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	err := cmd.Run()

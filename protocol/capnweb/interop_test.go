@@ -137,7 +137,7 @@ func runTrace(t *testing.T, url string) (map[string][]string, []string) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { killGroup(cmd); return nil }
 	cmd.WaitDelay = 5 * time.Second
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	killGroup(cmd)
