@@ -37,7 +37,7 @@ func parseURL(input string, base *webURL) (*webURL, error) {
 	if base != nil && !base.u.OpaquePath() {
 		baseHref = base.href()
 	}
-	if len(input) > maxURLBytes || authorityTooLong(input) || pathTooCostly(input, baseHref) {
+	if !withinBounds(input, baseHref) {
 		return nil, errInvalidURL
 	}
 	var u *whatwg.Url
@@ -59,21 +59,41 @@ func parseURL(input string, base *webURL) (*webURL, error) {
 // reparses reports whether u's href is within the bounds parseURL puts on
 // an input. What is accepted must parse again from its href, where the
 // setters and fetch start, and percent-encoding can make the href longer.
-func reparses(u *whatwg.Url) bool {
-	href := u.Href(false)
-	return len(href) <= maxURLBytes && !authorityTooLong(href) && !pathTooCostly(href, "")
-}
+func reparses(u *whatwg.Url) bool { return withinBounds(u.Href(false), "") }
 
-// pathTooCostly reports whether the path the parser may build from input,
-// with base's (an href, "" for none) where input is relative to it, passes
-// maxPathCost. It over-estimates: it counts all of both up to '?' or '#'.
-// An opaque path costs nothing.
-func pathTooCostly(input, baseHref string) bool {
-	s := cleanInput(input)
-	if scheme, rest, ok := splitScheme(s); ok && !isSpecial(scheme) && !strings.HasPrefix(rest, "/") {
+// withinBounds reports whether input (relative to baseHref, "" for none)
+// is within every bound parseURL holds an input and its href to: its
+// length, its authority's and its path's cost.
+func withinBounds(input, baseHref string) bool {
+	if len(input) > maxURLBytes {
 		return false
 	}
-	return pathCost(hierarchical(s), hierarchical(baseHref)) > maxPathCost
+	in := readInput(input)
+	return !in.authorityTooLong() && !in.pathTooCostly(baseHref)
+}
+
+// urlInput is an input as the basic URL parser first sees it: cleaned
+// (cleanInput), and split after its scheme when it has one.
+type urlInput struct {
+	s, scheme, rest string
+	hasScheme       bool
+}
+
+func readInput(input string) urlInput {
+	in := urlInput{s: cleanInput(input)}
+	in.scheme, in.rest, in.hasScheme = splitScheme(in.s)
+	return in
+}
+
+// pathTooCostly reports whether the path the parser may build from in,
+// with baseHref's where in is relative to it, passes maxPathCost. It
+// over-estimates: it counts all of both up to '?' or '#'. An opaque path
+// costs nothing.
+func (in urlInput) pathTooCostly(baseHref string) bool {
+	if in.hasScheme && !isSpecial(in.scheme) && !strings.HasPrefix(in.rest, "/") {
+		return false
+	}
+	return pathCost(hierarchical(in.s), hierarchical(baseHref)) > maxPathCost
 }
 
 // pathCost is the path separators times the bytes of parts.
@@ -94,18 +114,18 @@ func hierarchical(s string) string {
 	return s
 }
 
-// authorityTooLong reports whether the authority the parser may read in
-// input is longer than maxAuthorityBytes. It over-estimates: it counts from
-// the first character after the scheme and its slashes up to the next '/',
-// '?' or '#', for every input that has an authority (a special scheme,
+// authorityTooLong reports whether the authority the parser may read in in
+// is longer than maxAuthorityBytes. It over-estimates: it counts from the
+// first character after the scheme and its slashes up to the next '/', '?'
+// or '#', for every input that has an authority (a special scheme,
 // "scheme://", or a relative "//").
-func authorityTooLong(input string) bool {
-	s := cleanInput(input)
-	if scheme, rest, ok := splitScheme(s); ok {
-		if !isSpecial(scheme) && !strings.HasPrefix(rest, "//") {
+func (in urlInput) authorityTooLong() bool {
+	s := in.s
+	if in.hasScheme {
+		if !isSpecial(in.scheme) && !strings.HasPrefix(in.rest, "//") {
 			return false // an opaque path, or a path without a host
 		}
-		s = rest
+		s = in.rest
 	} else if len(s) < 2 || !isSlash(s[0]) || !isSlash(s[1]) {
 		return false // a relative path, query or fragment
 	}
