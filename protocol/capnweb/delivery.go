@@ -96,7 +96,7 @@ func (s *Session) runDelivery(ex *export, d *delivery) bool {
 func (s *Session) perform(ctx context.Context, target any, d *delivery, args []any, t *turn) {
 	var v any
 	var err error
-	var answered answerHooks
+	call := &servedCall{turn: t}
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, &Error{Name: "Error", Message: fmt.Sprintf("internal error: handler panicked: %v", r)}
@@ -104,18 +104,25 @@ func (s *Session) perform(ctx context.Context, target any, d *delivery, args []a
 		// Settled before the queue moves on (runDelivery returns), so
 		// that the next call on this target already sees this result.
 		d.result.settle(v, err)
-		answered.run()
+		call.answered.run()
 	}()
 	if !d.call {
 		v, err = walkPath(ctx, target, d.path)
 		return
 	}
-	if t != nil {
-		ctx = context.WithValue(ctx, turnKey{}, t)
-	}
-	ctx = context.WithValue(ctx, answerKey{}, &answered)
+	ctx = context.WithValue(ctx, servedKey{}, call)
 	v, err = callAt(ctx, target, d.path, args)
 }
+
+// servedCall is what a served call's context carries: its turn on the
+// target's queue (nil when it has none to give up) and what to run once it
+// is answered.
+type servedCall struct {
+	turn     *turn
+	answered answerHooks
+}
+
+type servedKey struct{}
 
 // AfterAnswer runs fn once the served call ctx belongs to has been
 // answered: its result settled and, when the peer asked for it, queued for
@@ -125,14 +132,12 @@ func (s *Session) perform(ctx context.Context, target any, d *delivery, args []a
 // sessions once none is, counts a call out here rather than when its
 // handler returns.
 func AfterAnswer(ctx context.Context, fn func()) bool {
-	h, ok := ctx.Value(answerKey{}).(*answerHooks)
+	c, ok := ctx.Value(servedKey{}).(*servedCall)
 	if ok {
-		h.add(fn)
+		c.answered.add(fn)
 	}
 	return ok
 }
-
-type answerKey struct{}
 
 // answerHooks are the functions a served call asked to run once it is
 // answered; one added later runs at once.

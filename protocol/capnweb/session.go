@@ -242,8 +242,6 @@ func (t *turn) end() bool {
 	return t.kept
 }
 
-type turnKey struct{}
-
 type sessionKey struct{}
 
 // CallSession returns the session a served call arrived on, or nil
@@ -258,7 +256,7 @@ func CallSession(ctx context.Context) *Session {
 // before long work that does not wait on RPC results. It does nothing
 // outside a served call.
 func Detach(ctx context.Context) {
-	if t, ok := ctx.Value(turnKey{}).(*turn); ok {
-		t.release()
+	if c, ok := ctx.Value(servedKey{}).(*servedCall); ok && c.turn != nil {
+		c.turn.release()
 	}
 }
