@@ -345,18 +345,15 @@ func (h *held) goneError() error {
 	return protocol.NewHandlesClosedError(h.id)
 }
 
-// boundError is the error an invocation meets when the session ended with
+// endError is the error an invocation meets when the session ended with
 // a failure of kind, whose text is text: the protocol's own value for a
 // run bound, the text as it reads for anything else (the call stack
 // bound), nil when the session was released.
-func (h *held) boundError(kind protocol.FailureKind, text string) error {
-	job := h.r.job
-	switch {
-	case kind == protocol.FailureMemory:
-		return protocol.NewMemoryLimitError(job.MemoryLimitMB)
-	case kind == protocol.FailureTimeout:
-		return protocol.NewExecutionTimeoutError(job.TimeoutMs)
-	case text == "":
+func (h *held) endError(kind protocol.FailureKind, text string) error {
+	if err := boundError(h.r.job, kind); err != nil {
+		return err
+	}
+	if text == "" {
 		return nil
 	}
 	return errors.New(text)

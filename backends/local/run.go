@@ -322,9 +322,21 @@ func (d deathNote) bound(r *run) error {
 	}
 	switch d.kind() {
 	case deathRSS, deathRlimit:
-		return protocol.NewMemoryLimitError(r.job.MemoryLimitMB)
+		return boundError(r.job, protocol.FailureMemory)
 	case deathTimeout:
-		return protocol.NewExecutionTimeoutError(r.job.TimeoutMs)
+		return boundError(r.job, protocol.FailureTimeout)
+	}
+	return nil
+}
+
+// boundError is the declared failure of job's run bound of kind k: the
+// memory limit or the timeout it was granted. Nil for any other kind.
+func boundError(job sandbox.Job, k protocol.FailureKind) error {
+	switch k {
+	case protocol.FailureMemory:
+		return protocol.NewMemoryLimitError(job.MemoryLimitMB)
+	case protocol.FailureTimeout:
+		return protocol.NewExecutionTimeoutError(job.TimeoutMs)
 	}
 	return nil
 }

@@ -247,7 +247,7 @@ func (w *worker) sessionEnded(r *run, h *held, m *message) {
 	if m.Broken {
 		h.end(nil, sandbox.InternalFault())
 	} else {
-		h.end(h.boundError(m.Failure, m.Err), nil)
+		h.end(h.endError(m.Failure, m.Err), nil)
 	}
 }
 
