@@ -135,7 +135,7 @@ func (g *Gateway) executionsEnd(ctx context.Context) error {
 		tenants := slices.Collect(maps.Values(g.tenants))
 		g.mu.Unlock()
 		for _, t := range tenants {
-			if !waitClosed(ctx, t.inFlight.idle()) {
+			if !waitClosed(ctx, t.unanswered.idle()) {
 				return ctx.Err()
 			}
 		}
@@ -148,7 +148,7 @@ func (g *Gateway) executionsInFlight() int64 {
 	defer g.mu.Unlock()
 	n := int64(0)
 	for _, t := range g.tenants {
-		n += t.inFlight.Load()
+		n += t.unanswered.Load()
 	}
 	return n
 }

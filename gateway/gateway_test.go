@@ -388,6 +388,22 @@ func TestConcurrencyAndRateLimits(t *testing.T) {
 	}
 }
 
+// An execution leaves the concurrency bound before its answer is written:
+// a client that sends its next call as the answer arrives is never refused
+// for its own last call (the slot once stayed taken until the answer was
+// queued, and a fast client raced it).
+func TestSequentialCallsNeverMeetTheirOwnConcurrencySlot(t *testing.T) {
+	e := start(t, func(y string) string {
+		return strings.Replace(y, "{maxConcurrent: 1, rate: 50, burst: 2}", "{maxConcurrent: 1}", 1)
+	})
+	ex := e.mustDial(t, "/v1/executor", "initech")
+	for i := 0; i < 500; i++ {
+		if _, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"}); err != nil {
+			t.Fatalf("call %d, sent after the one before it was answered: %v", i, err)
+		}
+	}
+}
+
 func TestConnectionLimit(t *testing.T) {
 	e := start(t, nil)
 	for i := 0; i < 3; i++ {

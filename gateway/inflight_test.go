@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/testutil"
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 func isClosed(ch <-chan struct{}) bool {
@@ -59,7 +62,7 @@ func TestDrainWaitsForTheExecutionsInFlight(t *testing.T) {
 	rig.be.hold = make(chan struct{})
 	ran := make(chan error, 1)
 	go func() { ran <- rig.execute() }()
-	for rig.t.inFlight.Load() == 0 {
+	for rig.t.unanswered.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -81,6 +84,34 @@ func TestDrainWaitsForTheExecutionsInFlight(t *testing.T) {
 	if err := <-drained; err != nil {
 		t.Fatalf("Drain after the last execution ended: %v", err)
 	}
+}
+
+// Served over capnweb, an execution has left the tenant's concurrency bound
+// by the time its answer is queued (a client may send its next call the
+// moment it reads it), while a drain still counts it until then.
+func TestAnExecutionLeavesTheConcurrencyBoundBeforeItsAnswer(t *testing.T) {
+	rig := newRig(t, config.Policy{MaxConcurrent: 1})
+	type counts struct{ running, unanswered int64 }
+	seen := make(chan counts, 1)
+	a, b := capnweb.Pipe()
+	server := capnweb.NewSession(a, capnweb.Methods{"run": func(ctx context.Context, _ []any) (any, error) {
+		// Added before the tenant's own hook, so it runs first: at the
+		// moment the answer is queued.
+		capnweb.AfterAnswer(ctx, func() { seen <- counts{rig.t.running.Load(), rig.t.unanswered.Load()} })
+		_, err := rig.t.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 1"})
+		return "ran", err
+	}}, capnweb.Options{})
+	client := capnweb.NewSession(b, nil, capnweb.Options{})
+	t.Cleanup(func() { client.Close(); server.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if v, err := client.Main().Invoke("run").Await(ctx); err != nil || v != "ran" {
+		t.Fatalf("run: %v, %v", v, err)
+	}
+	if got := <-seen; got != (counts{0, 1}) {
+		t.Fatalf("as the answer was queued: %+v, want running 0 and unanswered 1", got)
+	}
+	testutil.WaitFor(t, 5*time.Second, func() bool { return rig.t.unanswered.Load() == 0 }, "the drain count to fall to zero")
 }
 
 // idle is closed at once on a count of zero, and when the count falls to

@@ -237,18 +237,18 @@ func TestRateRefusalSaysWhenATokenIsThere(t *testing.T) {
 
 func TestConcurrencyRefusalEstimatesFromRecentWallTimes(t *testing.T) {
 	rig := newRig(t, config.Policy{MaxConcurrent: 2})
-	rig.t.inFlight.Add(2) // two executions of acme are running
+	rig.t.running.Add(2) // two executions of acme are running
 	wantRefusal(t, rig.execute(), "2 executions in flight", 100*time.Millisecond)
 	rig.t.wall.add(900 * time.Millisecond)
 	wantRefusal(t, rig.execute(), "2 executions in flight", 300*time.Millisecond)
 	if got := rig.refusals(t, reasonConcurrency); got != 2 {
 		t.Fatalf("concurrency refusals counted %v, want 2", got)
 	}
-	rig.t.inFlight.Add(-1)
+	rig.t.running.Add(-1)
 	if err := rig.execute(); err != nil {
 		t.Fatal(err)
 	}
-	if n := rig.t.inFlight.Load(); n != 1 {
+	if n := rig.t.running.Load(); n != 1 {
 		t.Fatalf("in flight after a run: %d", n)
 	}
 }

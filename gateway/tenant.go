@@ -33,7 +33,13 @@ type tenant struct {
 	// draining is the gateway's: once set, new executions are turned away.
 	draining *atomic.Bool
 
-	inFlight    inFlightCount
+	// running is what the concurrency bound counts: an execution leaves it
+	// when the backend returns, before its answer is written, so a client
+	// that sends its next call on the answer never finds its own last call
+	// still counted. unanswered is what a drain waits on: an execution leaves
+	// it once its answer is queued for the client.
+	running     atomic.Int64
+	unanswered  inFlightCount
 	connections atomic.Int64
 	api         *executorapi.Server
 
@@ -108,18 +114,18 @@ func (t *tenant) admit(set *tenantSettings) (release func(), _ *refusal) {
 			rsv.CancelAt(now)
 		}
 	}
-	if n := t.inFlight.Add(1); n > int64(set.policy.MaxConcurrent) {
-		t.inFlight.Add(-1)
+	if n := t.running.Add(1); n > int64(set.policy.MaxConcurrent) {
+		t.running.Add(-1)
 		unreserve()
 		return nil, &refusal{reason: reasonConcurrency, retryAfter: concurrencyRetry(t.wall.get(), n-1),
 			limit: protocol.InFlightBound(set.policy.MaxConcurrent)}
 	}
 	if r := set.budget.admit(now); r != nil {
-		t.inFlight.Add(-1)
+		t.running.Add(-1)
 		unreserve()
 		return nil, r
 	}
-	return func() { t.inFlight.Add(-1) }, nil
+	return func() { t.running.Add(-1) }, nil
 }
 
 // Execute implements protocol.Executor: ExecuteWith with no policy.
@@ -143,10 +149,12 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 		t.refuse(*ref)
 		return nil, protocol.NewTenantLimitError(t.name, ref.limit, ref.retryAfter)
 	}
-	// Counted out once the answer is queued for the client, not when the
-	// backend returns: a drain that closes the sessions at zero then still
-	// delivers every result.
-	defer whenAnswered(ctx, release)
+	defer release()
+	// Counted out of what a drain waits on once the answer is queued for the
+	// client, not when the backend returns: a drain that closes the sessions
+	// at zero then still delivers every result.
+	t.unanswered.Add(1)
+	defer whenAnswered(ctx, func() { t.unanswered.Add(-1) })
 	t.m.inFlight.WithLabelValues(t.name).Inc()
 	defer t.m.inFlight.WithLabelValues(t.name).Dec()
 
