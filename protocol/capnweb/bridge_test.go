@@ -3,6 +3,8 @@ package capnweb
 import (
 	"context"
 	"fmt"
+	"math"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -103,5 +105,46 @@ func TestTargetFromMethods(t *testing.T) {
 	}
 	if _, err := c.Main().Call(ctx, "constructor"); err == nil {
 		t.Fatal("constructor is callable")
+	}
+}
+
+// A received number becomes an integer parameter only when it is one and
+// fits the type; the range is decided on the float, never on a conversion
+// Go leaves undefined (1e30 once became math.MinInt64).
+func TestConvertArgIntegers(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		t    reflect.Type
+		want any // the converted value, or the error's text
+	}{
+		{42, reflect.TypeOf(int(0)), int(42)},
+		{-128, reflect.TypeOf(int8(0)), int8(-128)},
+		{127, reflect.TypeOf(int8(0)), int8(127)},
+		{128, reflect.TypeOf(int8(0)), "128 out of range"},
+		{-129, reflect.TypeOf(int8(0)), "-129 out of range"},
+		{-9223372036854775808, reflect.TypeOf(int64(0)), int64(math.MinInt64)},
+		{9223372036854775808, reflect.TypeOf(int64(0)), "9.223372036854776e+18 out of range"},
+		{1e30, reflect.TypeOf(int64(0)), "1e+30 out of range"},
+		{-1e30, reflect.TypeOf(int64(0)), "-1e+30 out of range"},
+		{255, reflect.TypeOf(uint8(0)), uint8(255)},
+		{256, reflect.TypeOf(uint8(0)), "256 out of range"},
+		{18446744073709549568, reflect.TypeOf(uint64(0)), uint64(18446744073709549568)},
+		{18446744073709551616, reflect.TypeOf(uint64(0)), "1.8446744073709552e+19 out of range"},
+		{1e30, reflect.TypeOf(uint(0)), "1e+30 out of range"},
+		{-1, reflect.TypeOf(uint32(0)), "-1 is not a non-negative integer"},
+		{1.5, reflect.TypeOf(int(0)), "1.5 is not an integer"},
+		{math.NaN(), reflect.TypeOf(int(0)), "NaN is not an integer"},
+		{math.Inf(1), reflect.TypeOf(uint(0)), "+Inf is not an integer"},
+	} {
+		v, err := convertArg(c.f, c.t)
+		if msg, isErr := c.want.(string); isErr {
+			if err == nil || err.Error() != msg {
+				t.Errorf("%v as %s: %v, %v; want the error %q", c.f, c.t, v, err, msg)
+			}
+			continue
+		}
+		if err != nil || v.Interface() != c.want {
+			t.Errorf("%v as %s: %v, %v; want %v", c.f, c.t, v, err, c.want)
+		}
 	}
 }

@@ -142,26 +142,9 @@ func convertArg(a any, t reflect.Type) (reflect.Value, error) {
 	}
 	if f, ok := a.(float64); ok {
 		switch t.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			if f != math.Trunc(f) || math.IsInf(f, 0) {
-				return reflect.Value{}, fmt.Errorf("%v is not an integer", f)
-			}
-			v := reflect.New(t).Elem()
-			if v.OverflowInt(int64(f)) {
-				return reflect.Value{}, fmt.Errorf("%v out of range", f)
-			}
-			v.SetInt(int64(f))
-			return v, nil
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			if f != math.Trunc(f) || f < 0 || math.IsInf(f, 0) {
-				return reflect.Value{}, fmt.Errorf("%v is not a non-negative integer", f)
-			}
-			v := reflect.New(t).Elem()
-			if v.OverflowUint(uint64(f)) {
-				return reflect.Value{}, fmt.Errorf("%v out of range", f)
-			}
-			v.SetUint(uint64(f))
-			return v, nil
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			return integerArg(f, t)
 		case reflect.Float32:
 			return reflect.ValueOf(float32(f)), nil
 		}
@@ -170,4 +153,30 @@ func convertArg(a any, t reflect.Type) (reflect.Value, error) {
 		return reflect.ValueOf(b.Data), nil
 	}
 	return reflect.Value{}, fmt.Errorf("cannot use %T as %s", a, t)
+}
+
+// integerArg converts a received number to the integer type t. The range
+// is checked on the float: converting an out-of-range float to an integer
+// gives no defined value in Go, so 1e30 must never reach int64(f).
+func integerArg(f float64, t reflect.Type) (reflect.Value, error) {
+	if f != math.Trunc(f) || math.IsInf(f, 0) {
+		return reflect.Value{}, fmt.Errorf("%v is not an integer", f)
+	}
+	v := reflect.New(t).Elem()
+	if v.CanInt() {
+		limit := math.Ldexp(1, t.Bits()-1)
+		if f < -limit || f >= limit {
+			return reflect.Value{}, fmt.Errorf("%v out of range", f)
+		}
+		v.SetInt(int64(f))
+		return v, nil
+	}
+	if f < 0 {
+		return reflect.Value{}, fmt.Errorf("%v is not a non-negative integer", f)
+	}
+	if f >= math.Ldexp(1, t.Bits()) {
+		return reflect.Value{}, fmt.Errorf("%v out of range", f)
+	}
+	v.SetUint(uint64(f))
+	return v, nil
 }
