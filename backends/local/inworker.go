@@ -225,6 +225,8 @@ func (s *workerServer) handle(m *message) bool {
 	return true
 }
 
+// find is the run a frame names, or nil once the run has sent its last
+// frame: a cancel, invoke or release may cross that frame in the pipe.
 func (s *workerServer) find(id uint64) *hostedRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()

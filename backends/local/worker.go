@@ -109,10 +109,12 @@ func (w *worker) forget(r *run) bool {
 	return true
 }
 
+// lookup is the run with id on this worker, or nil when it is not here.
 func (w *worker) lookup(id uint64) *run {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.byRun[id]
+	r := w.byRun[id]
+	w.mu.Unlock()
+	return r
 }
 
 // release asks the worker to close a retained run's session; its ended
