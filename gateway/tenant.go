@@ -149,14 +149,16 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 		t.refuse(*ref)
 		return nil, protocol.NewTenantLimitError(t.name, ref.limit, ref.retryAfter)
 	}
-	defer release()
+	// Deferred in this order so that they run in the reverse: the bound's
+	// slot is free before the gauge reads zero, and both before the answer.
+	t.m.inFlight.WithLabelValues(t.name).Inc()
+	defer t.m.inFlight.WithLabelValues(t.name).Dec()
 	// Counted out of what a drain waits on once the answer is queued for the
 	// client, not when the backend returns: a drain that closes the sessions
 	// at zero then still delivers every result.
 	t.unanswered.Add(1)
 	defer whenAnswered(ctx, func() { t.unanswered.Add(-1) })
-	t.m.inFlight.WithLabelValues(t.name).Inc()
-	defer t.m.inFlight.WithLabelValues(t.name).Dec()
+	defer release()
 
 	r := *req // the caller's request is not ours to change
 	p := set.policyFor(t.name, caller)
