@@ -347,7 +347,10 @@ func TestNoLeakAfterManyCalls(t *testing.T) {
 	base := runtime.NumGoroutine()
 	var kept sync.Map
 	srv, c := pair(t, testMain(&kept), nil)
-	ctx := ctx10(t)
+	// It asserts what is left after the calls, not how fast they go: 10,000
+	// calls with the race detector on a loaded CI machine outlast 10 s.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	cb := Func(func(ctx context.Context, args []any) (any, error) { return "x", nil })
 	const n = 10000
 	const par = 16
