@@ -117,7 +117,6 @@ type group struct {
 // remoteMaker makes a remote group's members, at start and on a reload.
 type remoteMaker struct {
 	group       string
-	getenv      config.Getenv
 	log         *slog.Logger
 	dialTimeout time.Duration
 	// nameOf names a member from its URL, the same on every replica that
@@ -128,8 +127,8 @@ type remoteMaker struct {
 
 func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
 	h := http.Header{}
-	if rm.KeyEnv != "" {
-		h.Set("Authorization", "Bearer "+r.getenv(rm.KeyEnv))
+	if rm.Key != "" {
+		h.Set("Authorization", "Bearer "+rm.Key)
 	}
 	ex := remote.New(rm.URL, remote.Options{Header: h, DialTimeout: r.dialTimeout})
 	return &member{
@@ -143,7 +142,7 @@ func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
 	}
 }
 
-func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares func(tenant string) local.Share, nameOf func(url string) string) (*group, error) {
+func newGroup(b config.Backend, log *slog.Logger, shares func(tenant string) local.Share, nameOf func(url string) string) (*group, error) {
 	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout, required: b.Readiness == config.ReadinessRequired, retired: map[*member]struct{}{}}
 	g.ctx, g.stop = context.WithCancel(context.Background())
 	switch b.Type {
@@ -177,7 +176,7 @@ func newGroup(b config.Backend, getenv config.Getenv, log *slog.Logger, shares f
 			g.defaultTimeoutMs = b.Local.DefaultTimeoutMs
 		}
 	case "remote":
-		g.remote = &remoteMaker{group: b.Name, getenv: getenv, log: log, dialTimeout: b.Remote.DialTimeout.Std(), nameOf: nameOf}
+		g.remote = &remoteMaker{group: b.Name, log: log, dialTimeout: b.Remote.DialTimeout.Std(), nameOf: nameOf}
 		for i, rm := range b.Remote.Members {
 			g.members = append(g.members, g.remote.member(rm, i))
 		}

@@ -31,7 +31,9 @@ import (
 type Options struct {
 	// Logger receives one line per connection; slog.Default() when nil.
 	Logger *slog.Logger
-	// Getenv reads secrets named by the configuration; os.Getenv when nil.
+	// Getenv reads the secrets a configuration re-read from ConfigPath
+	// names; os.Getenv when nil. A configuration given to New or Reload
+	// carries the values its validation read.
 	Getenv config.Getenv
 	// ConfigPath is the file the configuration came from, re-read by
 	// ReloadFile and the admin listener's POST /reload.
@@ -93,21 +95,17 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{log: opts.Logger, getenv: opts.Getenv, configPath: opts.ConfigPath, version: opts.Version, override: opts.Override, groups: map[string]*group{}, tenants: map[string]*tenant{},
 		sessions: map[*capnweb.Session]struct{}{}, now: time.Now}
-	var idKey []byte
-	if env := cfg.ExecutionIDs.KeyEnv; env != "" {
-		idKey = []byte(opts.Getenv(env))
-	}
-	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(idKey), members: map[string]*member{}}
+	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(cfg.ExecutionIDs.Key), members: map[string]*member{}}
 	g.base, g.cancel = context.WithCancel(context.Background())
 	var err error
-	if g.tracing, err = startTracing(cfg.Tracing, opts.Getenv, opts.Version); err != nil {
+	if g.tracing, err = startTracing(cfg.Tracing, opts.Version); err != nil {
 		g.Close()
 		return nil, err
 	}
 	g.wire = capnweb.NewMemoryBudget(int64(cfg.Limits.WireMemoryMB) << 20)
 	for _, b := range cfg.Backends {
 		nameOf := func(url string) string { return g.handles.ids.memberName(b.Name, url) }
-		grp, err := newGroup(b, opts.Getenv, g.log, g.shareOf, nameOf)
+		grp, err := newGroup(b, g.log, g.shareOf, nameOf)
 		if err != nil {
 			g.Close()
 			return nil, err
@@ -156,9 +154,7 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 	for _, tc := range cfg.Tenants {
 		st.shares[tc.Name] = local.Share{Weight: tc.Policy.Weight, CPUSlots: tc.Policy.CPUSlots}
 	}
-	if env := cfg.Admin.TokenEnv; env != "" {
-		st.adminToken = g.getenv(env)
-	}
+	st.adminToken = cfg.Admin.Token
 	for _, tc := range cfg.Tenants {
 		if g.groups[tc.Backend] == nil {
 			return nil, fmt.Errorf("tenant %s: backend %s is not running; backends change only on a restart", tc.Name, tc.Backend)

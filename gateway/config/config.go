@@ -71,6 +71,8 @@ type Admin struct {
 	// TokenEnv names the environment variable holding a bearer token every
 	// request to the admin listener must carry; empty asks for none.
 	TokenEnv string `yaml:"tokenEnv"`
+	// Token is TokenEnv's value, read once by validation.
+	Token string `yaml:"-"`
 }
 
 // Connections bounds the connections of the gateway's listener, so that
@@ -248,6 +250,8 @@ type RemoteMember struct {
 	// KeyEnv names the environment variable holding the bearer key the
 	// gateway presents to it; empty sends none.
 	KeyEnv string `yaml:"keyEnv"`
+	// Key is KeyEnv's value, read once by validation.
+	Key string `yaml:"-"`
 }
 
 // JWT configures JWT bearer tokens.
@@ -398,6 +402,8 @@ type ExecutionIDs struct {
 	// bytes), the same on every replica. Without it each process makes a
 	// random key: ids then route on that process only.
 	KeyEnv string `yaml:"keyEnv"`
+	// Key is KeyEnv's value, read once by validation.
+	Key []byte `yaml:"-"`
 }
 
 // Duration is a time.Duration written as Go writes one ("5s", "250ms").
@@ -451,4 +457,6 @@ type TracingHeader struct {
 	Name string `yaml:"name"`
 	// ValueEnv names the environment variable that holds the value.
 	ValueEnv string `yaml:"valueEnv"`
+	// Value is ValueEnv's value, read once by validation.
+	Value string `yaml:"-"`
 }

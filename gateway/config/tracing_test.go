@@ -35,7 +35,7 @@ func TestTracingParses(t *testing.T) {
 	}
 	tr := c.Tracing
 	if !tr.Enabled || tr.Endpoint != "http://127.0.0.1:4318" || tr.SampleRatio == nil || *tr.SampleRatio != 0.25 ||
-		len(tr.Headers) != 1 || tr.Headers[0] != (TracingHeader{Name: "Authorization", ValueEnv: "OTLP_AUTH"}) || !tr.RecordDigests {
+		len(tr.Headers) != 1 || tr.Headers[0] != (TracingHeader{Name: "Authorization", ValueEnv: "OTLP_AUTH", Value: "Bearer x"}) || !tr.RecordDigests {
 		t.Fatalf("parsed %+v", tr)
 	}
 }

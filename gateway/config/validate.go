@@ -79,8 +79,10 @@ func (v *validator) validate(c *Config) {
 			v.add("admin.listen", "must differ from listen: the admin endpoints stay off the tenants' listener")
 		}
 	}
-	if env := c.Admin.TokenEnv; env != "" && len(v.getenv(env)) < 16 {
-		v.add("admin.tokenEnv", "environment variable %s must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", env)
+	if env := c.Admin.TokenEnv; env != "" {
+		if c.Admin.Token = v.getenv(env); len(c.Admin.Token) < 16 {
+			v.add("admin.tokenEnv", "environment variable %s must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", env)
+		}
 	}
 	v.tls("tls", c, c.TLS)
 	v.tls("admin.tls", c, c.Admin.TLS)
@@ -99,10 +101,12 @@ func (v *validator) validate(c *Config) {
 	v.notNegative("connections.descriptorReserve", int64(c.Connections.DescriptorReserve))
 	v.notNegative("drainTimeout", int64(c.DrainTimeout))
 	v.limits(c.Limits)
-	v.tracing(c.Tracing)
+	v.tracing(&c.Tracing)
 	v.notNegative("pins.size", int64(c.Pins.Size))
-	if env := c.ExecutionIDs.KeyEnv; env != "" && len(v.getenv(env)) < 32 {
-		v.add("executionIds.keyEnv", "environment variable %s must hold a key of at least 32 bytes, the same on every replica", env)
+	if env := c.ExecutionIDs.KeyEnv; env != "" {
+		if c.ExecutionIDs.Key = []byte(v.getenv(env)); len(c.ExecutionIDs.Key) < 32 {
+			v.add("executionIds.keyEnv", "environment variable %s must hold a key of at least 32 bytes, the same on every replica", env)
+		}
 	}
 
 	backends := map[string]*Backend{}
@@ -308,7 +312,8 @@ func (v *validator) backend(path string, b *Backend) {
 			return
 		}
 		urls := map[string]int{}
-		for j, m := range b.Remote.Members {
+		for j := range b.Remote.Members {
+			m := &b.Remote.Members[j]
 			mp := fmt.Sprintf("%s.remote.members[%d]", path, j)
 			u, err := url.Parse(m.URL)
 			if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
@@ -318,8 +323,10 @@ func (v *validator) backend(path string, b *Backend) {
 			} else {
 				urls[m.URL] = j
 			}
-			if m.KeyEnv != "" && v.getenv(m.KeyEnv) == "" {
-				v.add(mp+".keyEnv", "environment variable %s is not set; it must hold the bearer key for this executor server", m.KeyEnv)
+			if m.KeyEnv != "" {
+				if m.Key = v.getenv(m.KeyEnv); m.Key == "" {
+					v.add(mp+".keyEnv", "environment variable %s is not set; it must hold the bearer key for this executor server", m.KeyEnv)
+				}
 			}
 		}
 		if b.Remote.HealthInterval < 0 || b.Remote.DialTimeout < 0 {
@@ -494,7 +501,7 @@ func (c *Config) Resolve(p string) string {
 	return filepath.Join(c.Dir, p)
 }
 
-func (v *validator) tracing(t Tracing) {
+func (v *validator) tracing(t *Tracing) {
 	if t.Endpoint != "" {
 		if _, err := telemetry.EndpointURL(t.Endpoint); err != nil {
 			v.add("tracing.endpoint", "%s", strings.TrimPrefix(err.Error(), "tracing: "))
@@ -508,15 +515,15 @@ func (v *validator) tracing(t Tracing) {
 	if r := t.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
 		v.add("tracing.sampleRatio", "%v is not a share of traces; use a number from 0 to 1", *r)
 	}
-	for i, h := range t.Headers {
+	for i := range t.Headers {
+		h := &t.Headers[i]
 		p := fmt.Sprintf("tracing.headers[%d]", i)
 		if !tokenPattern.MatchString(h.Name) {
 			v.add(p+".name", "%q is not an HTTP header name", h.Name)
 		}
-		switch {
-		case h.ValueEnv == "":
+		if h.ValueEnv == "" {
 			v.add(p+".valueEnv", "is required: the environment variable that holds the header's value")
-		case v.getenv(h.ValueEnv) == "":
+		} else if h.Value = v.getenv(h.ValueEnv); h.Value == "" {
 			v.add(p+".valueEnv", "environment variable %s is not set; it must hold the value of header %s", h.ValueEnv, h.Name)
 		}
 	}
