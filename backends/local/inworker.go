@@ -354,6 +354,13 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		return
 	}
 	ans.OverLimit = s.gate.overLimit(r.id)
+	if cause := context.Cause(ctx); ans.OverLimit && res != nil && !res.HasError && protocol.FailureOf(cause) == protocol.FailureMemory {
+		// The watchdog's verdict came at the run's last look, as its slice
+		// ended after the program returned (a busy machine ran the poll
+		// late): past its limit is past its limit, however late it is seen.
+		res = overLimitResult(res, cause)
+		ans.Result = res
+	}
 	host.finish()
 	s.forgetRun(r)
 	// A failed write means the parent is gone; the read loop sees stdin
@@ -364,6 +371,15 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 	}
 	_ = s.send(ans)
 	s.refill()
+}
+
+// overLimitResult is res, whose program returned, failed with the memory
+// text cause carries: what it logged and counted stays.
+func overLimitResult(res *protocol.ExecuteResult, cause error) *protocol.ExecuteResult {
+	out := *res
+	out.ResultJSON, out.Handles = "", nil
+	out.Error, out.HasError, out.Failure = cause.Error(), true, protocol.FailureOf(cause)
+	return &out
 }
 
 // runSandbox runs job in rt; a Go panic that escapes it ends the worker

@@ -43,6 +43,29 @@ func TestHeapWatchdogStopsGrowth(t *testing.T) {
 	}
 }
 
+// A program that returns right after it went past its limit fails with the
+// memory text even when the watchdog first sees it at its last look, as the
+// run's slice ends: "huge" never looks at its ctx, so whichever look finds
+// the allocation, the verdict comes after the program returned.
+func TestAVerdictAtTheLastLookFailsTheRun(t *testing.T) {
+	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 32, RSSHeadroomMB: 2048, AddressSpaceHeadroomMB: 8192})
+	before := pidOf(t, e)
+	res := runFor(t, e, "huge 64")
+	if res.Error != memoryText(32) || res.Failure != protocol.FailureMemory || res.ResultJSON != "" {
+		t.Fatalf("got %+v, want the memory text", res)
+	}
+	if s := e.Stats(); s.HeapLimits != 1 || s.RSSKills != 0 || s.OutOfMemory != 0 {
+		t.Fatalf("the wrong layer acted: %+v", s)
+	}
+	if after := pidOf(t, e); after != before {
+		t.Fatalf("the worker was replaced (%d, then %d)", before, after)
+	}
+	// The next run on the same worker is not charged for it.
+	if res := runFor(t, e, "huge 16"); res.HasError || res.ResultJSON != "[16777216]" {
+		t.Fatalf("the next run: %+v", res)
+	}
+}
+
 // RLIMIT_AS refuses one huge untouched allocation; the runtime dies with
 // "out of memory" and the parent reports the memory text.
 func TestAddressLimitRefusesHugeAllocation(t *testing.T) {
