@@ -11,6 +11,7 @@ import (
 // sends.
 
 func (s *Session) readLoop() {
+	defer close(s.readerDone)
 	for {
 		msg, err := s.t.ReadMessage(context.Background())
 		if err != nil {

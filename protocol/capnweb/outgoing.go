@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Outgoing: the writer goroutine, and how messages are encoded, committed
@@ -25,6 +26,10 @@ func (s *Session) enqueue(msg []byte) {
 	default:
 	}
 }
+
+// writeFailGrace is how long a failed write waits for the reader to report
+// why the connection ended before the session ends with the write's error.
+const writeFailGrace = 250 * time.Millisecond
 
 func (s *Session) writeLoop() {
 	defer close(s.writerDone)
@@ -51,6 +56,15 @@ func (s *Session) writeLoop() {
 				}
 			}
 			if werr != nil {
+				// A write fails at once when the peer has closed the
+				// connection, and the reader is then about to report the
+				// peer's close code and reason: let it speak first, for a
+				// moment, so that the session ends with the peer's words
+				// (1001 "reconnect") rather than the socket's.
+				select {
+				case <-s.readerDone:
+				case <-time.After(writeFailGrace):
+				}
 				s.shutdown(fmt.Errorf("write failed: %w", werr), nil, 1011, "write failed")
 			}
 			var written int64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,5 +249,73 @@ func TestAfterAnswerRunsOnceTheAnswerIsQueued(t *testing.T) {
 	case <-server.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the function given to AfterAnswer did not run")
+	}
+}
+
+// closingPeer is a transport whose writes fail as a socket's do once the
+// peer has closed it, and whose reader reports the peer's close (or
+// nothing, when closeAfter is negative) a moment after the first failed
+// write.
+type closingPeer struct {
+	closeAfter time.Duration
+	failed     chan struct{}
+	once       sync.Once
+	closed     chan struct{}
+	closeOnce  sync.Once
+}
+
+func newClosingPeer(closeAfter time.Duration) *closingPeer {
+	return &closingPeer{closeAfter: closeAfter, failed: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (p *closingPeer) ReadMessage(ctx context.Context) ([]byte, error) {
+	select {
+	case <-p.failed:
+	case <-p.closed:
+		return nil, errors.New("transport closed")
+	}
+	if p.closeAfter < 0 {
+		<-p.closed
+		return nil, errors.New("transport closed")
+	}
+	time.Sleep(p.closeAfter)
+	return nil, &CloseError{Code: 1001, Reason: "going away; reconnect"}
+}
+
+func (p *closingPeer) WriteMessage(ctx context.Context, msg []byte) error {
+	p.once.Do(func() { close(p.failed) })
+	return errors.New("failed to write msg: use of closed network connection")
+}
+
+func (p *closingPeer) Close(code int, reason string) error {
+	p.closeOnce.Do(func() { close(p.closed) })
+	return nil
+}
+
+// A write that fails because the peer closed the connection does not hide
+// the peer's close: the session ends with the code and reason the reader
+// reports a moment later, and with the write's error when none comes.
+func TestAFailedWriteLetsThePeersCloseSpeak(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		closeAfter time.Duration
+		code       int
+		reason     string
+	}{
+		{"the peer's close arrives", 20 * time.Millisecond, 1001, "going away; reconnect"},
+		{"no close arrives", -1, 1011, "write failed"},
+	} {
+		s := NewSession(newClosingPeer(c.closeAfter), nil, Options{})
+		s.Main().Invoke("anything") // the write that fails
+		select {
+		case <-s.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the session outlived its transport", c.name)
+		}
+		var be *BrokenError
+		if err := s.Err(); !errors.As(err, &be) || be.CloseCode != c.code || be.Reason != c.reason {
+			t.Errorf("%s: the session ended with %v (%d %q), want %d %q", c.name, err, be.CloseCode, be.Reason, c.code, c.reason)
+		}
+		s.Close()
 	}
 }
