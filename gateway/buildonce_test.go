@@ -98,12 +98,8 @@ admin: {listen: "[::1]:0", tokenEnv: ADMIN_TOKEN}
 executionIds: {keyEnv: ID_KEY}
 tracing: {headers: [{name: X-Trace-Key, valueEnv: TRACE_HEADER}]}
 backends:
-  - name: local
-    type: local
-    local: {maxWorkers: 1}
-  - name: far
-    type: remote
-    remote: {members: [{url: "ws` + member.URL[len("http"):] + `", keyEnv: MEMBER_KEY}], dialTimeout: 2s}
+  - {name: local, type: local, local: {maxWorkers: 1}}
+  - {name: far, type: remote, remote: {members: [{url: "ws` + member.URL[len("http"):] + `", keyEnv: MEMBER_KEY}], dialTimeout: 2s}}
 tenants: [{name: acme, backend: local, keys: [{name: k, hash: "` + hash + `"}]}]
 routes: [{path: /v1/executor, kind: executor}]
 `
