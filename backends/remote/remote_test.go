@@ -28,6 +28,15 @@ type testServer struct {
 	sessions []*capnweb.Session
 }
 
+// sessionCount is how many sessions the server has registered. A session
+// serves calls as soon as Accept starts it, before its handler registers
+// it, so a test that drops sessions mid-call waits for the count first.
+func (ts *testServer) sessionCount() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.sessions)
+}
+
 func (ts *testServer) dropAll() {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -423,6 +432,7 @@ func TestConnectionLossAndReconnect(t *testing.T) {
 		errc <- err
 	}()
 	<-fake.Started
+	testutil.WaitFor(t, 5*time.Second, func() bool { return ts.sessionCount() == 1 }, "the server to register its session")
 	ts.dropAll() // the server side drops mid-execution
 	testutil.WaitBroken(t, errc, 10*time.Second, "the execution in flight")
 	// The next call dials again.
