@@ -11,7 +11,6 @@ import (
 // sends.
 
 func (s *Session) readLoop() {
-	defer close(s.readerDone)
 	for {
 		msg, err := s.t.ReadMessage(context.Background())
 		if err != nil {

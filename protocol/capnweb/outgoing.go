@@ -58,11 +58,12 @@ func (s *Session) writeLoop() {
 			if werr != nil {
 				// A write fails at once when the peer has closed the
 				// connection, and the reader is then about to report the
-				// peer's close code and reason: let it speak first, for a
-				// moment, so that the session ends with the peer's words
-				// (1001 "reconnect") rather than the socket's.
+				// peer's close code and reason (every way it stops ends the
+				// session): let it speak first, for a moment, so that the
+				// session ends with the peer's words (1001 "reconnect")
+				// rather than the socket's.
 				select {
-				case <-s.readerDone:
+				case <-s.done:
 				case <-time.After(writeFailGrace):
 				}
 				s.shutdown(fmt.Errorf("write failed: %w", werr), nil, 1011, "write failed")

@@ -88,7 +88,6 @@ type Session struct {
 	wake        chan struct{}
 	done        chan struct{}
 	writerDone  chan struct{}
-	readerDone  chan struct{} // closed when readLoop returns
 	writeCtx    context.Context
 	writeCancel context.CancelFunc
 	closeTimer  *time.Timer
@@ -147,7 +146,6 @@ func NewSession(t Transport, main Target, opts Options) *Session {
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
-		readerDone: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.WithValue(opts.BaseContext, sessionKey{}, s))
 	s.writeCtx, s.writeCancel = context.WithCancel(context.Background())
