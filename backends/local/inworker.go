@@ -358,8 +358,7 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		// The watchdog's verdict came at the run's last look, as its slice
 		// ended after the program returned (a busy machine ran the poll
 		// late): past its limit is past its limit, however late it is seen.
-		res = overLimitResult(res, cause)
-		ans.Result = res
+		ans.Result = overLimitResult(res, cause)
 	}
 	host.finish()
 	s.forgetRun(r)
@@ -374,11 +373,11 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 }
 
 // overLimitResult is res, whose program returned, failed with the memory
-// text cause carries: what it logged and counted stays.
+// limit error cause: what it logged and counted stays.
 func overLimitResult(res *protocol.ExecuteResult, cause error) *protocol.ExecuteResult {
 	out := *res
 	out.ResultJSON, out.Handles = "", nil
-	out.Error, out.HasError, out.Failure = cause.Error(), true, protocol.FailureOf(cause)
+	out.Error, out.HasError, out.Failure = cause.Error(), true, protocol.FailureMemory
 	return &out
 }
 
