@@ -207,11 +207,24 @@ func TestWorkerHostErrorCrossesAsError(t *testing.T) {
 func TestWorkerCancelReachesTheRun(t *testing.T) {
 	w := startWorker(t, func(ctx context.Context, job sandbox.Job, host sandbox.Host) *protocol.ExecuteResult {
 		defer outsideGate(host)()
+		// The host call tells the test this run is under way; it is never
+		// answered, so only the cancel ends it.
+		_, _ = host.Dispatch(ctx, "p", "t", job.Code)
 		<-ctx.Done()
 		return &protocol.ExecuteResult{Error: "stopped: " + context.Cause(ctx).Error(), HasError: true}
 	})
 	w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
 	w.send(t, &message{Kind: kindJob, Run: 2, Job: &sandbox.Job{}})
+	// Cancel only once both runs are inside the run function: a cancel
+	// that found run 2 still waiting for the gate would end it there.
+	started := map[uint64]bool{}
+	for len(started) < 2 {
+		if m := w.recv(t); m.Kind != kindDispatch {
+			t.Fatalf("frame %+v before both runs called the host", m)
+		} else {
+			started[m.Run] = true
+		}
+	}
 	w.send(t, &message{Kind: kindCancel, Run: 2})
 	if res := w.recv(t); res.Run != 2 || res.Result.Error != "stopped: context canceled" {
 		t.Fatalf("result %+v", res.Result)
