@@ -27,27 +27,30 @@ const (
 	maxParentFrame = 64 << 20 // parent → worker
 )
 
-// Message kinds. A worker hosts many runs at once, so every frame about one
-// carries its run id, which the parent assigns.
+// frameKind says what a frame is. A worker hosts many runs at once, so
+// every frame about one carries its run id, which the parent assigns.
+type frameKind string
+
 const (
-	kindInit           = "init"           // parent → worker: limits, before anything else
-	kindReady          = "ready"          // worker → parent: limits applied, serving
-	kindJob            = "job"            // parent → worker: start one run
-	kindCancel         = "cancel"         // parent → worker: stop a run
-	kindDispatch       = "dispatch"       // worker → parent: one tool call of a run
-	kindDispatchAnswer = "dispatchAnswer" // parent → worker: the tool call's envelope
-	kindOutbound       = "outbound"       // worker → parent: one stub-mode request of a run
-	kindOutboundAnswer = "outboundAnswer" // parent → worker: its response
-	kindResult         = "result"         // worker → parent: a run's envelope
-	kindInvoke         = "invoke"         // parent → worker: one invocation of a retained handler
-	kindInvokeAnswer   = "invokeAnswer"   // worker → parent: its response or rejection
-	kindRelease        = "release"        // parent → worker: close a retained run's handles
-	kindEnded          = "ended"          // worker → parent: a retained run is gone (released, or ended by a bound)
+	kindInit           frameKind = "init"           // parent → worker: limits, before anything else
+	kindReady          frameKind = "ready"          // worker → parent: limits applied, serving
+	kindJob            frameKind = "job"            // parent → worker: start one run
+	kindCancel         frameKind = "cancel"         // parent → worker: stop a run
+	kindDispatch       frameKind = "dispatch"       // worker → parent: one tool call of a run
+	kindDispatchAnswer frameKind = "dispatchAnswer" // parent → worker: the tool call's envelope
+	kindOutbound       frameKind = "outbound"       // worker → parent: one stub-mode request of a run
+	kindOutboundAnswer frameKind = "outboundAnswer" // parent → worker: its response
+	kindResult         frameKind = "result"         // worker → parent: a run's envelope
+	kindInvoke         frameKind = "invoke"         // parent → worker: one invocation of a retained handler
+	kindInvokeAnswer   frameKind = "invokeAnswer"   // worker → parent: its response or rejection
+	kindRelease        frameKind = "release"        // parent → worker: close a retained run's handles
+	kindEnded          frameKind = "ended"          // worker → parent: a retained run is gone (released, or ended by a bound)
 )
 
-// message is every frame's JSON shape; Kind says which fields are set.
+// message is every frame's JSON shape.
 type message struct {
-	Kind string `json:"kind"`
+	// Kind says which of the fields below are set.
+	Kind frameKind `json:"kind"`
 	// Run names the run a frame is about.
 	Run uint64 `json:"run,omitempty"`
 	// ID pairs a host call or an invocation with its answer. The worker
@@ -55,9 +58,9 @@ type message struct {
 	// arrives after its run ended never matches a call of another run.
 	ID uint64 `json:"id,omitempty"`
 
+	Job   *sandbox.Job  `json:"job,omitempty"`
 	Init  *initMessage  `json:"init,omitempty"`
 	Ready *readyMessage `json:"ready,omitempty"`
-	Job   *sandbox.Job  `json:"job,omitempty"`
 
 	Provider string `json:"provider,omitempty"`
 	Tool     string `json:"tool,omitempty"`
@@ -123,7 +126,7 @@ var (
 // frameTooLargeError is a message the writer refused to send: larger than
 // the reader's bound. It matches errFrameTooLarge.
 type frameTooLargeError struct {
-	kind      string
+	kind      frameKind
 	size, max int
 }
 

@@ -214,7 +214,7 @@ func answerCompleted(ctx context.Context, p *process, m *message) {
 	}
 }
 
-func answerKind(kind string) string {
+func answerKind(kind frameKind) frameKind {
 	if kind == kindOutbound {
 		return kindOutboundAnswer
 	}
