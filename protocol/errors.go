@@ -108,6 +108,12 @@ func (e *MemoryLimitError) Error() string {
 		" MB limit. Work through the data in smaller pieces and keep only what you return."
 }
 
+// The texts of the two failures that name nothing of the run.
+const (
+	outboundDisabledText   = "Outbound fetch is disabled for this execution. Anything this run needs from outside has to arrive through a tool call."
+	cacheStorageAbsentText = "Cache storage is absent from this runtime because nothing survives an execution. Return what should persist in the result and take it back as an input on the next call."
+)
+
 // OutboundDisabledError: fetch was called in a run whose outbound setting
 // is null (OutboundDisabled). The sandbox raises it as a TypeError.
 //
@@ -117,9 +123,7 @@ type OutboundDisabledError struct{}
 // NewOutboundDisabledError composes the outbound text.
 func NewOutboundDisabledError() *OutboundDisabledError { return &OutboundDisabledError{} }
 
-func (*OutboundDisabledError) Error() string {
-	return "Outbound fetch is disabled for this execution. Anything this run needs from outside has to arrive through a tool call."
-}
+func (*OutboundDisabledError) Error() string { return outboundDisabledText }
 
 // ModuleNotFoundError: the program imported a name the module map does not
 // declare. A dynamic import() rejects with it; a static import fails the run
@@ -312,9 +316,7 @@ type CacheStorageAbsentError struct{}
 // NewCacheStorageAbsentError composes the persistence text.
 func NewCacheStorageAbsentError() *CacheStorageAbsentError { return &CacheStorageAbsentError{} }
 
-func (*CacheStorageAbsentError) Error() string {
-	return "Cache storage is absent from this runtime because nothing survives an execution. Return what should persist in the result and take it back as an input on the next call."
-}
+func (*CacheStorageAbsentError) Error() string { return cacheStorageAbsentText }
 
 // HandleNotFoundError: InvokeHandle named a handle outside the granted
 // list of a retained execution.
