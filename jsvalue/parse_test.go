@@ -145,3 +145,33 @@ func FuzzParseAgreesWithEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestParseSeparatorErrors pins the texts for what follows an element of an
+// array or an object, from both input types.
+func TestParseSeparatorErrors(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{`[1`, "invalid JSON at byte 2: unterminated array"},
+		{`[1 `, "invalid JSON at byte 3: unterminated array"},
+		{`[1 2]`, "invalid JSON at byte 3: expected , or ] in array"},
+		{`[1}`, "invalid JSON at byte 2: expected , or ] in array"},
+		{`{"a":1`, "invalid JSON at byte 6: unterminated object"},
+		{`{"a":1 "b":2}`, "invalid JSON at byte 7: expected , or } in object"},
+		{`{"a":1]`, "invalid JSON at byte 6: expected , or } in object"},
+		{`[{"a":[1,2}]`, "invalid JSON at byte 10: expected , or ] in array"},
+	} {
+		for _, parse := range []func() (any, error){
+			func() (any, error) { return Parse(c.doc, ParseOptions{MaxDepth: 8}) },
+			func() (any, error) { return Parse([]byte(c.doc), ParseOptions{MaxDepth: 8}) },
+		} {
+			v, err := parse()
+			if err == nil || err.Error() != c.want {
+				t.Errorf("%s: got %v, %v; want %q", c.doc, v, err, c.want)
+			}
+		}
+	}
+	for _, doc := range []string{`[1 ,2 ]`, `{"a":1 ,"b":[] }`} {
+		if _, err := Parse(doc, ParseOptions{MaxDepth: 8}); err != nil {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+}
