@@ -5,18 +5,11 @@
 // "detail"?: any}, and exits 1 if any scenario failed (2 on a usage error). A scenario runs when
 // its name starts with one of the comma-separated prefixes; with none given, all run. Each
 // scenario opens its own session, so one failure cannot spoil the next.
-import { WebSocket } from "ws";
 import { RpcPromise, RpcTarget, newWebSocketRpcSession } from "capnweb";
 import { namedValues, receivedValues, diff, errorFields } from "./values.mjs";
+import { scenarioArgs } from "./cli.mjs";
 
-if (typeof globalThis.WebSocket === "undefined") globalThis.WebSocket = WebSocket;
-
-const url = process.argv[2] ?? process.env.URL;
-const prefixes = (process.argv[3] ?? process.env.SCENARIOS ?? "").split(",").filter(Boolean);
-if (!url) {
-  console.error("usage: node client.mjs ws://host:port/ [scenario-prefix,…]");
-  process.exit(2);
-}
+const { url, prefixes, selected: runs } = scenarioArgs("client.mjs");
 const SCENARIO_TIMEOUT_MS = Number(process.env.SCENARIO_TIMEOUT_MS ?? 15000);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -274,7 +267,7 @@ async function runOne({ name, fn }) {
   }
 }
 
-const selected = scenarios.filter((s) => prefixes.length === 0 || prefixes.some((p) => s.name.startsWith(p)));
+const selected = scenarios.filter((s) => runs(s.name));
 if (selected.length === 0) {
   console.error(`no scenario matches ${JSON.stringify(prefixes)}`);
   process.exit(2);

@@ -6,20 +6,15 @@
 //   {"case", "received": [frames the client sent], "code", "reason"}
 import http from "node:http";
 import { WebSocketServer } from "ws";
-
-const nested = (depth) => (depth === 0 ? 1 : [[nested(depth - 1)]]);
+import { malformedEitherWay, nested } from "./malformed.mjs";
 
 // What to send once the client's first message arrived. The client's first push is its
 // import 1, so "resolve 1" answers it.
 const cases = {
-  binary: [Buffer.from("[]")],
-  invalid_json: ["{not json"],
+  ...malformedEitherWay,
   not_an_array: ['{"resolve":1}'],
-  unknown_message: ['["bogus",1]'],
   resolve_without_value: ['["resolve",1]'],
   push_to_unknown_import: [JSON.stringify(["push", ["pipeline", 77, [], []]])],
-  pull_unknown_id: ['["pull",42]'],
-  release_unknown_id: ['["release",99,1]'],
   unknown_special_value: [JSON.stringify(["resolve", 1, ["frobnicate", 1]])],
   unescaped_array: [JSON.stringify(["resolve", 1, [1, 2]])],
   too_deep: [JSON.stringify(["resolve", 1, nested(300)])],

@@ -7,33 +7,23 @@
 // Output: one JSON line per scenario, as client.mjs; exit 1 if any failed.
 import { WebSocket } from "ws";
 import { newWebSocketRpcSession } from "capnweb";
+import { scenarioArgs } from "./cli.mjs";
+import { malformedEitherWay, nested } from "./malformed.mjs";
 
-if (typeof globalThis.WebSocket === "undefined") globalThis.WebSocket = WebSocket;
-
-const url = process.argv[2] ?? process.env.URL;
-const prefixes = (process.argv[3] ?? process.env.SCENARIOS ?? "").split(",").filter(Boolean);
-if (!url) {
-  console.error("usage: node garbage.mjs ws://host:port/ [scenario-prefix,…]");
-  process.exit(2);
-}
+const { url, selected } = scenarioArgs("garbage.mjs");
 const WAIT_MS = 5000;
 
-const nested = (depth) => (depth === 0 ? 1 : [[nested(depth - 1)]]);
 const push = (expr) => JSON.stringify(["push", expr]);
 
 // Each case is the frames to send, in order, on a fresh connection.
 const cases = {
-  binary: [Buffer.from("[]")],
-  invalid_json: ["{not json"],
+  ...malformedEitherWay,
   empty_frame: [""],
   not_an_array: ['{"push":1}'],
   number: ["42"],
   empty_array: ["[]"],
-  unknown_message: ['["bogus",1]'],
   push_without_expression: ['["push"]'],
-  pull_unknown_id: ['["pull",42]'],
   pull_bad_id_type: ['["pull","1"]'],
-  release_unknown_id: ['["release",99,1]'],
   release_more_than_held: [push(["pipeline", 0, ["add"], [1, 2]]), '["release",1,5]'],
   push_to_unknown_import: [push(["pipeline", 77, ["add"], [1, 2]])],
   unescaped_array_argument: [push(["pipeline", 0, ["add"], [[1, 2], 3]])],
@@ -79,7 +69,6 @@ async function garbageCase(name, frames) {
   return { ok: true, detail };
 }
 
-const selected = (name) => prefixes.length === 0 || prefixes.some((p) => name.startsWith(p));
 let failed = 0;
 const report = (name, r) => {
   if (!r.ok) failed++;
