@@ -6,19 +6,7 @@
 //
 //   node js-executor-server.mjs [port]   prints "listening on ws://127.0.0.1:PORT/"
 import vm from 'node:vm'
-import { WebSocketServer, WebSocket } from 'ws'
-
-if (typeof globalThis.WebSocket === 'undefined') globalThis.WebSocket = WebSocket
-const { newWebSocketRpcSession, RpcTarget } = await import('capnweb')
-
-const PROTOCOL_VERSION = 1
-const PAYLOAD_LIMIT = 131072
-
-function fault(code, message) {
-  const err = new Error(message)
-  err.code = code
-  return err
-}
+import { PAYLOAD_LIMIT, serveExecutor } from './lib/executor-server.mjs'
 
 function stringifyForDispatch(value) {
   return JSON.stringify(value, function (key, v) {
@@ -49,63 +37,45 @@ function providerProxy(name, positional, dispatch) {
   })
 }
 
-class ExecutorApi extends RpcTarget {
-  protocolVersion() {
-    return PROTOCOL_VERSION
+// run is execute's body: a fresh node:vm context per program.
+async function run(code, providers, options, dispatch, outboundMode, outbound) {
+  const logs = []
+  const line = (level) => (...args) => logs.push({ level, text: args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' ') })
+  const scope = {
+    console: { log: line('log'), warn: line('warn'), error: line('error'), info() {}, debug() {} },
+    __dispatch: dispatch ? (p, t, a) => dispatch(p, t, a) : async (_p, t) => JSON.stringify({ error: `Tool "${t}" not found` }),
   }
-
-  async execute(code, providers, options, dispatch, outboundMode, outbound) {
-    if (!['native', 'stub', 'disabled'].includes(outboundMode)) {
-      throw fault('PROTOCOL_MISMATCH', `unknown outboundMode ${JSON.stringify(outboundMode)}`)
+  for (const p of providers) scope[p.name] = providerProxy(p.name, p.positionalArgs, dispatch)
+  if (outboundMode === 'stub') {
+    scope.fetch = async (url, init = {}) => {
+      const body = init.body === undefined ? null : new TextEncoder().encode(String(init.body)).buffer
+      const res = await outbound({ method: init.method ?? 'GET', url: String(url), headers: Object.entries(init.headers ?? {}), body })
+      return { status: res.status, text: async () => new TextDecoder().decode(res.body) }
     }
-    const logs = []
-    const line = (level) => (...args) => logs.push({ level, text: args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' ') })
-    const scope = {
-      console: { log: line('log'), warn: line('warn'), error: line('error'), info() {}, debug() {} },
-      __dispatch: dispatch ? (p, t, a) => dispatch(p, t, a) : async (_p, t) => JSON.stringify({ error: `Tool "${t}" not found` }),
-    }
-    for (const p of providers) scope[p.name] = providerProxy(p.name, p.positionalArgs, dispatch)
-    if (outboundMode === 'stub') {
-      scope.fetch = async (url, init = {}) => {
-        const body = init.body === undefined ? null : new TextEncoder().encode(String(init.body)).buffer
-        const res = await outbound({ method: init.method ?? 'GET', url: String(url), headers: Object.entries(init.headers ?? {}), body })
-        return { status: res.status, text: async () => new TextDecoder().decode(res.body) }
-      }
-    } else if (outboundMode === 'disabled') {
-      scope.fetch = async () => {
-        throw new TypeError('Outbound fetch is disabled for this execution. Anything this run needs from outside has to arrive through a tool call.')
-      }
-    }
-    const timeout = options.timeout === undefined ? 30000 : options.timeout === null ? 2147483647 : options.timeout
-    try {
-      const arrow = vm.runInNewContext(`(${code})`, scope, { timeout })
-      let timer
-      const result = await Promise.race([
-        arrow(),
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`Execution timed out at its ${timeout} ms bound. Do less work per run and return the part that is already finished.`)), timeout)
-        }),
-      ]).finally(() => clearTimeout(timer))
-      const resultJson = result === undefined ? undefined : stringifyForDispatch(result)
-      if (resultJson !== undefined && resultJson.length > PAYLOAD_LIMIT) {
-        return { error: `The run's answer is ${resultJson.length} bytes, over the ${PAYLOAD_LIMIT}-byte bound.`, logs }
-      }
-      return resultJson === undefined ? { logs } : { resultJson, logs }
-    } catch (err) {
-      // A vm context has its own Error, so instanceof would miss its errors.
-      return { error: err !== null && typeof err === 'object' && 'message' in err ? String(err.message) : String(err), logs }
+  } else if (outboundMode === 'disabled') {
+    scope.fetch = async () => {
+      throw new TypeError('Outbound fetch is disabled for this execution. Anything this run needs from outside has to arrive through a tool call.')
     }
   }
-
-  invokeHandle(executionId) {
-    throw fault('HANDLES_CLOSED', `Execution "${executionId}" holds no handles: they were closed, expired at the idle bound, or never granted. Execute again with retainHandles to get a fresh executionId.`)
-  }
-
-  closeHandles(executionId) {
-    throw fault('HANDLES_CLOSED', `Execution "${executionId}" holds no handles: they were closed, expired at the idle bound, or never granted. Execute again with retainHandles to get a fresh executionId.`)
+  const timeout = options.timeout === undefined ? 30000 : options.timeout === null ? 2147483647 : options.timeout
+  try {
+    const arrow = vm.runInNewContext(`(${code})`, scope, { timeout })
+    let timer
+    const result = await Promise.race([
+      arrow(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`Execution timed out at its ${timeout} ms bound. Do less work per run and return the part that is already finished.`)), timeout)
+      }),
+    ]).finally(() => clearTimeout(timer))
+    const resultJson = result === undefined ? undefined : stringifyForDispatch(result)
+    if (resultJson !== undefined && resultJson.length > PAYLOAD_LIMIT) {
+      return { error: `The run's answer is ${resultJson.length} bytes, over the ${PAYLOAD_LIMIT}-byte bound.`, logs }
+    }
+    return resultJson === undefined ? { logs } : { resultJson, logs }
+  } catch (err) {
+    // A vm context has its own Error, so instanceof would miss its errors.
+    return { error: err !== null && typeof err === 'object' && 'message' in err ? String(err.message) : String(err), logs }
   }
 }
 
-const wss = new WebSocketServer({ host: '127.0.0.1', port: Number(process.argv[2] ?? 0) })
-wss.on('connection', (ws) => newWebSocketRpcSession(ws, new ExecutorApi()))
-wss.on('listening', () => console.log(`listening on ws://127.0.0.1:${wss.address().port}/`))
+serveExecutor(run)

@@ -12,13 +12,8 @@
 //
 // isolated-vm needs --no-node-snapshot on Node 20 and later.
 import ivm from 'isolated-vm'
-import { WebSocketServer, WebSocket } from 'ws'
+import { PAYLOAD_LIMIT, serveExecutor } from '../lib/executor-server.mjs'
 
-if (typeof globalThis.WebSocket === 'undefined') globalThis.WebSocket = WebSocket
-const { newWebSocketRpcSession, RpcTarget } = await import('capnweb')
-
-const PROTOCOL_VERSION = 1
-const PAYLOAD_LIMIT = 131072
 const MEMORY_LIMIT_MB = 128
 const DEFAULT_TIMEOUT_MS = 30000
 const MAX_TIMEOUT_MS = 2147483647
@@ -26,16 +21,6 @@ const MAX_TIMEOUT_MS = 2147483647
 if (!process.execArgv.includes('--no-node-snapshot') && !(process.env.NODE_OPTIONS ?? '').includes('--no-node-snapshot')) {
   console.error('run me as: node --no-node-snapshot ivm-executor-server.mjs (isolated-vm requires it on Node 20+)')
   process.exit(2)
-}
-
-function fault(code, message) {
-  const err = new Error(message)
-  err.code = code
-  return err
-}
-
-function handlesClosed(executionId) {
-  return fault('HANDLES_CLOSED', `Execution "${executionId}" holds no handles: they were closed, expired at the idle bound, or never granted. Execute again with retainHandles to get a fresh executionId.`)
 }
 
 const timeoutText = (ms) => `Execution timed out at its ${ms} ms bound. Do less work per run and return the part that is already finished.`
@@ -157,46 +142,28 @@ async function runIn(isolate, code, providers, dispatch, outboundMode, outbound)
   return JSON.parse(report)
 }
 
-class ExecutorApi extends RpcTarget {
-  protocolVersion() {
-    return PROTOCOL_VERSION
-  }
-
-  async execute(code, providers, options, dispatch, outboundMode, outbound) {
-    if (!['native', 'stub', 'disabled'].includes(outboundMode)) {
-      throw fault('PROTOCOL_MISMATCH', `unknown outboundMode ${JSON.stringify(outboundMode)}`)
+// run is execute's body: a fresh isolate per program, disposed after it.
+async function run(code, providers, options, dispatch, outboundMode, outbound) {
+  const timeout = options.timeout === undefined ? DEFAULT_TIMEOUT_MS : options.timeout === null ? MAX_TIMEOUT_MS : Math.min(options.timeout, MAX_TIMEOUT_MS)
+  const isolate = new ivm.Isolate({ memoryLimit: MEMORY_LIMIT_MB })
+  let timer
+  try {
+    // The host's timer bounds the run; disposing the isolate stops guest
+    // code wherever it is, a busy loop included.
+    const expired = new Promise((resolve) => { timer = setTimeout(() => resolve({ error: timeoutText(timeout), logs: [] }), timeout) })
+    const report = await Promise.race([runIn(isolate, code, providers ?? [], dispatch, outboundMode, outbound), expired])
+    if (report.resultJson !== undefined && report.resultJson.length > PAYLOAD_LIMIT) {
+      return { error: `The run's answer is ${report.resultJson.length} bytes, over the ${PAYLOAD_LIMIT}-byte bound.`, logs: report.logs }
     }
-    const timeout = options.timeout === undefined ? DEFAULT_TIMEOUT_MS : options.timeout === null ? MAX_TIMEOUT_MS : Math.min(options.timeout, MAX_TIMEOUT_MS)
-    const isolate = new ivm.Isolate({ memoryLimit: MEMORY_LIMIT_MB })
-    let timer
-    try {
-      // The host's timer bounds the run; disposing the isolate stops guest
-      // code wherever it is, a busy loop included.
-      const expired = new Promise((resolve) => { timer = setTimeout(() => resolve({ error: timeoutText(timeout), logs: [] }), timeout) })
-      const report = await Promise.race([runIn(isolate, code, providers ?? [], dispatch, outboundMode, outbound), expired])
-      if (report.resultJson !== undefined && report.resultJson.length > PAYLOAD_LIMIT) {
-        return { error: `The run's answer is ${report.resultJson.length} bytes, over the ${PAYLOAD_LIMIT}-byte bound.`, logs: report.logs }
-      }
-      return report
-    } catch (err) {
-      // isolated-vm disposes an isolate that passes its memory limit.
-      if (isolate.isDisposed || /memory limit/i.test(String(err?.message))) return { error: memoryText, logs: [] }
-      return { error: err !== null && typeof err === 'object' && 'message' in err ? String(err.message) : String(err), logs: [] }
-    } finally {
-      clearTimeout(timer)
-      if (!isolate.isDisposed) isolate.dispose()
-    }
-  }
-
-  invokeHandle(executionId) {
-    throw handlesClosed(executionId)
-  }
-
-  closeHandles(executionId) {
-    throw handlesClosed(executionId)
+    return report
+  } catch (err) {
+    // isolated-vm disposes an isolate that passes its memory limit.
+    if (isolate.isDisposed || /memory limit/i.test(String(err?.message))) return { error: memoryText, logs: [] }
+    return { error: err !== null && typeof err === 'object' && 'message' in err ? String(err.message) : String(err), logs: [] }
+  } finally {
+    clearTimeout(timer)
+    if (!isolate.isDisposed) isolate.dispose()
   }
 }
 
-const wss = new WebSocketServer({ host: '127.0.0.1', port: Number(process.argv[2] ?? 0) })
-wss.on('connection', (ws) => newWebSocketRpcSession(ws, new ExecutorApi()))
-wss.on('listening', () => console.log(`listening on ws://127.0.0.1:${wss.address().port}/`))
+serveExecutor(run)
