@@ -151,6 +151,16 @@ func TestURLGlobal(t *testing.T) {
 		{"a setter that makes the href past 2 MiB is ignored", `const u = new URL('https://x/'); u.hash = 'h'.repeat(2 * 1024 * 1024 - 10); const before = u.href;
 			u.hash = 'h'.repeat(2 * 1024 * 1024 - 11); return [before, u.href.length]`, `["https://x/",2097152]`},
 		{"members are prototype accessors", `return [Object.keys(new URL('https://x/')).length, typeof Object.getOwnPropertyDescriptor(URL.prototype, 'href').get]`, `[0,"function"]`},
+		{"the prototype's members, their order and names", `return Reflect.ownKeys(URL.prototype).map((k) => {
+			const d = Object.getOwnPropertyDescriptor(URL.prototype, k);
+			return [String(k), d.enumerable, d.get?.name ?? null, d.set?.name ?? null, typeof d.value === 'function' ? d.value.name : null];
+		})`, `[["constructor",false,null,null,"URL"],["href",true,"get href","set href",null],["origin",true,"get origin",null,null],` +
+			`["protocol",true,"get protocol","set protocol",null],["username",true,"get username","set username",null],` +
+			`["password",true,"get password","set password",null],["host",true,"get host","set host",null],` +
+			`["hostname",true,"get hostname","set hostname",null],["port",true,"get port","set port",null],` +
+			`["pathname",true,"get pathname","set pathname",null],["search",true,"get search","set search",null],` +
+			`["hash",true,"get hash","set hash",null],["searchParams",false,"get searchParams",null,null],` +
+			`["toString",false,null,null,"toString"],["toJSON",false,null,null,"toJSON"],["Symbol(Symbol.toStringTag)",false,null,null,null]]`},
 	})
 }
 
