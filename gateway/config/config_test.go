@@ -92,7 +92,7 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 		{"tenant memory above its backend", "    backend: local\n", "    backend: local\n    policy:\n      memoryMB: 512\n",
 			`c.yaml:9: tenants[0].policy.memoryMB: 512 MB is above backend "local"'s limit of 128 MB; a tenant can only lower it`},
 		{"admin token env", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nadmin:\n  tokenEnv: NOT_SET_ANYWHERE\n",
-			"c.yaml:3: admin.tokenEnv: environment variable NOT_SET_ANYWHERE must hold a token of at least 16 bytes; make one with `gateway hash-key --new`"},
+			"c.yaml:3: admin.tokenEnv: environment variable NOT_SET_ANYWHERE is not set; it must hold a token of at least 16 bytes; make one with `gateway hash-key --new`"},
 		{"negative idle timeout", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  idleTimeout: -1s\n",
 			`c.yaml:3: connections.idleTimeout: must not be negative`},
 		{"negative reserve", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  descriptorReserve: -1\n",
@@ -117,6 +117,36 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 				t.Fatalf("got:\n%v\nwant:\n%s", err, c.want)
 			}
 		})
+	}
+}
+
+// A secret's variable that is not set says so, as every …Env key does; one
+// that is set but too short says how long it must be.
+func TestShortSecretsAreToldApartFromUnsetOnes(t *testing.T) {
+	src := good + "admin:\n  tokenEnv: GW_ADMIN_TOKEN\nexecutionIds:\n  keyEnv: GW_ID_KEY\n"
+	cases := []struct {
+		name  string
+		value string
+		want  string
+	}{
+		{"not set", "",
+			"c.yaml:15: admin.tokenEnv: environment variable GW_ADMIN_TOKEN is not set; it must hold a token of at least 16 bytes; make one with `gateway hash-key --new`\n" +
+				"c.yaml:17: executionIds.keyEnv: environment variable GW_ID_KEY is not set; it must hold a key of at least 32 bytes, the same on every replica"},
+		{"too short", "short",
+			"c.yaml:15: admin.tokenEnv: environment variable GW_ADMIN_TOKEN must hold a token of at least 16 bytes; make one with `gateway hash-key --new`\n" +
+				"c.yaml:17: executionIds.keyEnv: environment variable GW_ID_KEY must hold a key of at least 32 bytes, the same on every replica"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(src), func(string) string { return c.value })
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("got:\n%v\nwant:\n%s", err, c.want)
+			}
+		})
+	}
+	long := func(string) string { return strings.Repeat("k", 32) }
+	if _, err := Parse("c.yaml", []byte(src), long); err != nil {
+		t.Fatalf("secrets long enough were refused: %v", err)
 	}
 }
 
