@@ -65,6 +65,10 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 	}{
 		{"unknown key", "    backend: local\n", "    backend: local\n    bakend: x\n",
 			`c.yaml:8: tenants[0].bakend: unknown key; did you mean "backend"?`},
+		{"key one level too far out", "    backend: local\n", "    backend: local\n    maxConcurrent: 4\n",
+			`c.yaml:8: tenants[0].maxConcurrent: unknown key here; it belongs under policy, as tenants[0].policy.maxConcurrent`},
+		{"key of a pointer's map too far out", "    type: local\n", "    type: local\n    maxWorkers: 2\n",
+			`c.yaml:5: backends[0].maxWorkers: unknown key here; it belongs under local, as backends[0].local.maxWorkers`},
 		{"wrong type", "listen: 127.0.0.1:8080", "listen: [1]",
 			`c.yaml:1: listen: must be a string, not a list`},
 		{"dangling backend", "    backend: local\n", "    backend: nope\n",

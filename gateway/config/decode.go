@@ -323,7 +323,11 @@ func (d *decoder) mapping(at, n ast.Node, v reflect.Value, path string) {
 		d.lines[kp] = lineOfAST(e.Key)
 		i, ok := keys.index[key]
 		if !ok {
-			d.add(e.Key, kp, "%s", unknownKey(key, keys.names))
+			if home := homeOf(key, v.Type()); home != "" {
+				d.add(e.Key, kp, "unknown key here; it belongs under %s, as %s", home, join(join(path, home), key))
+			} else {
+				d.add(e.Key, kp, "%s", unknownKey(key, keys.names))
+			}
 			continue
 		}
 		d.value(e.Value, v.Field(i), kp)
@@ -365,6 +369,25 @@ func keysOf(t reflect.Type) structKeys {
 		k.names = append(k.names, name)
 	}
 	return k
+}
+
+// homeOf is the key of the struct t whose own map takes key: where a key
+// written one level too far out belongs. "" when no such map does.
+func homeOf(key string, t reflect.Type) string {
+	keys := keysOf(t)
+	for _, name := range keys.names {
+		ft := t.Field(keys.index[name]).Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct {
+			continue
+		}
+		if _, ok := keysOf(ft).index[key]; ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // unknownKey says that key is not one of known, suggesting the closest
