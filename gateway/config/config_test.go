@@ -69,6 +69,8 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 			`c.yaml:8: tenants[0].maxConcurrent: unknown key here; it belongs under policy, as tenants[0].policy.maxConcurrent`},
 		{"key of a pointer's map too far out", "    type: local\n", "    type: local\n    maxWorkers: 2\n",
 			`c.yaml:5: backends[0].maxWorkers: unknown key here; it belongs under local, as backends[0].local.maxWorkers`},
+		{"IPv6 range split at its colon", "    type: local\n", "    type: local\n    local: {native: {allow: [fd00::/8]}}\n",
+			`c.yaml:5: backends[0].local.native.allow[0]: must be a string, not a map; YAML read fd00::/8 as a map at its ':', so quote it: "fd00::/8"`},
 		{"wrong type", "listen: 127.0.0.1:8080", "listen: [1]",
 			`c.yaml:1: listen: must be a string, not a list`},
 		{"dangling backend", "    backend: local\n", "    backend: nope\n",

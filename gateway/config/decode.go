@@ -457,7 +457,32 @@ func scalar(n ast.Node) (string, bool) {
 }
 
 func (d *decoder) mismatch(at, n ast.Node, t reflect.Type, path string) {
+	if text, ok := colonJoined(n); ok && t.Kind() == reflect.String {
+		d.add(at, path, "must be %s, not %s; YAML read %s as a map at its ':', so quote it: %q", want(t), describe(n), text, text)
+		return
+	}
 	d.add(at, path, "must be %s, not %s", want(t), describe(n))
+}
+
+// colonJoined is the text of a map of one key whose value follows the ':'
+// with no space (fd00::/8 inside [...] or {...}, which the YAML library
+// reads as fd00: :/8): a string the file meant, split at its colon.
+func colonJoined(n ast.Node) (string, bool) {
+	if m, ok := n.(*ast.MappingNode); ok && len(m.Values) == 1 {
+		n = m.Values[0]
+	}
+	mv, ok := n.(*ast.MappingValueNode)
+	if !ok {
+		return "", false
+	}
+	key, keyOK := scalar(mv.Key)
+	value, valueOK := scalar(mv.Value)
+	k, v := mv.Key.GetToken(), mv.Value.GetToken()
+	if !keyOK || !valueOK || k == nil || v == nil || k.Position == nil || v.Position == nil ||
+		v.Position.Line != k.Position.Line || v.Position.Column != k.Position.Column+len([]rune(key))+1 {
+		return "", false
+	}
+	return key + ":" + value, true
 }
 
 // want says what a Go type takes, in the configuration's words.
