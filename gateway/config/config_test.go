@@ -71,6 +71,9 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 			`c.yaml:5: backends[0].maxWorkers: unknown key here; it belongs under local, as backends[0].local.maxWorkers`},
 		{"IPv6 range split at its colon", "    type: local\n", "    type: local\n    local: {native: {allow: [fd00::/8]}}\n",
 			`c.yaml:5: backends[0].local.native.allow[0]: must be a string, not a map; YAML read fd00::/8 as a map at its ':', so quote it: "fd00::/8"`},
+		{"one address for a range", "    backend: local\n", "    backend: local\n    policy:\n      nativeDeny: [10.1.2.3, \"fd00::1\", 10.1.2.0/24]\n",
+			"c.yaml:9: tenants[0].policy.nativeDeny[0]: \"10.1.2.3\" is one address, not a CIDR range; write 10.1.2.3/32\n" +
+				"c.yaml:9: tenants[0].policy.nativeDeny[1]: \"fd00::1\" is one address, not a CIDR range; write fd00::1/128"},
 		{"wrong type", "listen: 127.0.0.1:8080", "listen: [1]",
 			`c.yaml:1: listen: must be a string, not a list`},
 		{"dangling backend", "    backend: local\n", "    backend: nope\n",

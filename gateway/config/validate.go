@@ -70,6 +70,11 @@ func (v *validator) cidrs(path string, cidrs []string) []netip.Prefix {
 	var out []netip.Prefix
 	for j, c := range cidrs {
 		r, err := netip.ParsePrefix(c)
+		if addr, aerr := netip.ParseAddr(c); aerr == nil {
+			// One address: the range of it alone is what was meant.
+			v.add(fmt.Sprintf("%s[%d]", path, j), "%q is one address, not a CIDR range; write %s", c, netip.PrefixFrom(addr.WithZone(""), addr.BitLen()))
+			continue
+		}
 		if err != nil {
 			v.add(fmt.Sprintf("%s[%d]", path, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
 			continue
