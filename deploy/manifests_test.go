@@ -128,7 +128,7 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 		{
 			"id key from a literal value", "base", "base/gateway-deployment.yaml",
 			"valueFrom:\n                secretKeyRef:\n                  name: codemode-gateway\n                  key: id-key", `value: "0123456789abcdef0123456789abcdef"`,
-			[]string{"the mounted configuration: /etc/codemode/gateway.yaml:26: executionIds.keyEnv: environment variable GATEWAY_ID_KEY must hold a key of at least 32 bytes, the same on every replica"},
+			[]string{"the mounted configuration: /etc/codemode/gateway.yaml:26: executionIds.keyEnv: environment variable GATEWAY_ID_KEY is not set; it must hold a key of at least 32 bytes, the same on every replica"},
 		},
 		{
 			"worker processes past the memory limit", "base", "base/gateway.yaml",

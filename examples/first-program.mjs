@@ -33,7 +33,7 @@ async () => {
     timeout: 5000,
     outbound: null, // no network for this program
   })
-  console.log(result) // { result: { net: 50, gross: 62.5 }, logs: [ { level: 'log', text: 'orders 2' } ] }
+  console.log(result) // { result: { net: 50, gross: 62.5 }, logs: [ { level: 'log', text: 'orders 2' } ], usage: { …, toolCalls: 2, … } }
 } finally {
   await executor.dispose()
 }

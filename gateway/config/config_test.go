@@ -65,6 +65,15 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 	}{
 		{"unknown key", "    backend: local\n", "    backend: local\n    bakend: x\n",
 			`c.yaml:8: tenants[0].bakend: unknown key; did you mean "backend"?`},
+		{"key one level too far out", "    backend: local\n", "    backend: local\n    maxConcurrent: 4\n",
+			`c.yaml:8: tenants[0].maxConcurrent: unknown key here; it belongs under policy, as tenants[0].policy.maxConcurrent`},
+		{"key of a pointer's map too far out", "    type: local\n", "    type: local\n    maxWorkers: 2\n",
+			`c.yaml:5: backends[0].maxWorkers: unknown key here; it belongs under local, as backends[0].local.maxWorkers`},
+		{"IPv6 range split at its colon", "    type: local\n", "    type: local\n    local: {native: {allow: [fd00::/8]}}\n",
+			`c.yaml:5: backends[0].local.native.allow[0]: must be a string, not a map; YAML read fd00::/8 as a map at its ':', so quote it: "fd00::/8"`},
+		{"one address for a range", "    backend: local\n", "    backend: local\n    policy:\n      nativeDeny: [10.1.2.3, \"fd00::1\", 10.1.2.0/24]\n",
+			"c.yaml:9: tenants[0].policy.nativeDeny[0]: \"10.1.2.3\" is one address, not a CIDR range; write 10.1.2.3/32\n" +
+				"c.yaml:9: tenants[0].policy.nativeDeny[1]: \"fd00::1\" is one address, not a CIDR range; write fd00::1/128"},
 		{"wrong type", "listen: 127.0.0.1:8080", "listen: [1]",
 			`c.yaml:1: listen: must be a string, not a list`},
 		{"dangling backend", "    backend: local\n", "    backend: nope\n",
@@ -92,7 +101,7 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 		{"tenant memory above its backend", "    backend: local\n", "    backend: local\n    policy:\n      memoryMB: 512\n",
 			`c.yaml:9: tenants[0].policy.memoryMB: 512 MB is above backend "local"'s limit of 128 MB; a tenant can only lower it`},
 		{"admin token env", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nadmin:\n  tokenEnv: NOT_SET_ANYWHERE\n",
-			"c.yaml:3: admin.tokenEnv: environment variable NOT_SET_ANYWHERE must hold a token of at least 16 bytes; make one with `gateway hash-key --new`"},
+			"c.yaml:3: admin.tokenEnv: environment variable NOT_SET_ANYWHERE is not set; it must hold a token of at least 16 bytes; make one with `gateway hash-key --new`"},
 		{"negative idle timeout", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  idleTimeout: -1s\n",
 			`c.yaml:3: connections.idleTimeout: must not be negative`},
 		{"negative reserve", "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\nconnections:\n  descriptorReserve: -1\n",
@@ -117,6 +126,36 @@ func TestProblemsNameTheLineAndTheFix(t *testing.T) {
 				t.Fatalf("got:\n%v\nwant:\n%s", err, c.want)
 			}
 		})
+	}
+}
+
+// A secret's variable that is not set says so, as every …Env key does; one
+// that is set but too short says how long it must be.
+func TestShortSecretsAreToldApartFromUnsetOnes(t *testing.T) {
+	src := good + "admin:\n  tokenEnv: GW_ADMIN_TOKEN\nexecutionIds:\n  keyEnv: GW_ID_KEY\n"
+	cases := []struct {
+		name  string
+		value string
+		want  string
+	}{
+		{"not set", "",
+			"c.yaml:15: admin.tokenEnv: environment variable GW_ADMIN_TOKEN is not set; it must hold a token of at least 16 bytes; make one with `gateway hash-key --new`\n" +
+				"c.yaml:17: executionIds.keyEnv: environment variable GW_ID_KEY is not set; it must hold a key of at least 32 bytes, the same on every replica"},
+		{"too short", "short",
+			"c.yaml:15: admin.tokenEnv: environment variable GW_ADMIN_TOKEN must hold a token of at least 16 bytes; make one with `gateway hash-key --new`\n" +
+				"c.yaml:17: executionIds.keyEnv: environment variable GW_ID_KEY must hold a key of at least 32 bytes, the same on every replica"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(src), func(string) string { return c.value })
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("got:\n%v\nwant:\n%s", err, c.want)
+			}
+		})
+	}
+	long := func(string) string { return strings.Repeat("k", 32) }
+	if _, err := Parse("c.yaml", []byte(src), long); err != nil {
+		t.Fatalf("secrets long enough were refused: %v", err)
 	}
 }
 

@@ -323,7 +323,11 @@ func (d *decoder) mapping(at, n ast.Node, v reflect.Value, path string) {
 		d.lines[kp] = lineOfAST(e.Key)
 		i, ok := keys.index[key]
 		if !ok {
-			d.add(e.Key, kp, "%s", unknownKey(key, keys.names))
+			if home := homeOf(key, v.Type()); home != "" {
+				d.add(e.Key, kp, "unknown key here; it belongs under %s, as %s", home, join(join(path, home), key))
+			} else {
+				d.add(e.Key, kp, "%s", unknownKey(key, keys.names))
+			}
 			continue
 		}
 		d.value(e.Value, v.Field(i), kp)
@@ -365,6 +369,25 @@ func keysOf(t reflect.Type) structKeys {
 		k.names = append(k.names, name)
 	}
 	return k
+}
+
+// homeOf is the key of the struct t whose own map takes key: where a key
+// written one level too far out belongs. "" when no such map does.
+func homeOf(key string, t reflect.Type) string {
+	keys := keysOf(t)
+	for _, name := range keys.names {
+		ft := t.Field(keys.index[name]).Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct {
+			continue
+		}
+		if _, ok := keysOf(ft).index[key]; ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // unknownKey says that key is not one of known, suggesting the closest
@@ -434,7 +457,32 @@ func scalar(n ast.Node) (string, bool) {
 }
 
 func (d *decoder) mismatch(at, n ast.Node, t reflect.Type, path string) {
+	if text, ok := colonJoined(n); ok && t.Kind() == reflect.String {
+		d.add(at, path, "must be %s, not %s; YAML read %s as a map at its ':', so quote it: %q", want(t), describe(n), text, text)
+		return
+	}
 	d.add(at, path, "must be %s, not %s", want(t), describe(n))
+}
+
+// colonJoined is the text of a map of one key whose value follows the ':'
+// with no space (fd00::/8 inside [...] or {...}, which the YAML library
+// reads as fd00: :/8): a string the file meant, split at its colon.
+func colonJoined(n ast.Node) (string, bool) {
+	if m, ok := n.(*ast.MappingNode); ok && len(m.Values) == 1 {
+		n = m.Values[0]
+	}
+	mv, ok := n.(*ast.MappingValueNode)
+	if !ok {
+		return "", false
+	}
+	key, keyOK := scalar(mv.Key)
+	value, valueOK := scalar(mv.Value)
+	k, v := mv.Key.GetToken(), mv.Value.GetToken()
+	if !keyOK || !valueOK || k == nil || v == nil || k.Position == nil || v.Position == nil ||
+		v.Position.Line != k.Position.Line || v.Position.Column != k.Position.Column+len([]rune(key))+1 {
+		return "", false
+	}
+	return key + ":" + value, true
 }
 
 // want says what a Go type takes, in the configuration's words.

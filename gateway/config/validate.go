@@ -41,6 +41,19 @@ func (v *validator) notNegative(path string, n int64) {
 	}
 }
 
+// secretLength reports the variable env named at path when the secret it
+// holds (n bytes) is shorter than min, saying apart one that is not set at
+// all, as every other …Env key does: an operator who exported it in
+// another shell needs to hear that, not that it is too short.
+func (v *validator) secretLength(path, env string, n int, must string, min int) {
+	switch {
+	case n == 0:
+		v.add(path, "environment variable %s is not set; it %s", env, must)
+	case n < min:
+		v.add(path, "environment variable %s %s", env, must)
+	}
+}
+
 // namePattern is what tenant and backend names may be: they appear in logs,
 // metrics labels and executionIds.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -57,6 +70,11 @@ func (v *validator) cidrs(path string, cidrs []string) []netip.Prefix {
 	var out []netip.Prefix
 	for j, c := range cidrs {
 		r, err := netip.ParsePrefix(c)
+		if addr, aerr := netip.ParseAddr(c); aerr == nil {
+			// One address: the range of it alone is what was meant.
+			v.add(fmt.Sprintf("%s[%d]", path, j), "%q is one address, not a CIDR range; write %s", c, netip.PrefixFrom(addr.WithZone(""), addr.BitLen()))
+			continue
+		}
 		if err != nil {
 			v.add(fmt.Sprintf("%s[%d]", path, j), "%q is not a CIDR range such as 10.20.0.0/16 or fd00::/8", c)
 			continue
@@ -80,9 +98,8 @@ func (v *validator) validate(c *Config) {
 		}
 	}
 	if env := c.Admin.TokenEnv; env != "" {
-		if c.Admin.Token = v.getenv(env); len(c.Admin.Token) < 16 {
-			v.add("admin.tokenEnv", "environment variable %s must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", env)
-		}
+		c.Admin.Token = v.getenv(env)
+		v.secretLength("admin.tokenEnv", env, len(c.Admin.Token), "must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", 16)
 	}
 	v.tls("tls", c, c.TLS)
 	v.tls("admin.tls", c, c.Admin.TLS)
@@ -104,9 +121,8 @@ func (v *validator) validate(c *Config) {
 	v.tracing(&c.Tracing)
 	v.notNegative("pins.size", int64(c.Pins.Size))
 	if env := c.ExecutionIDs.KeyEnv; env != "" {
-		if c.ExecutionIDs.Key = []byte(v.getenv(env)); len(c.ExecutionIDs.Key) < 32 {
-			v.add("executionIds.keyEnv", "environment variable %s must hold a key of at least 32 bytes, the same on every replica", env)
-		}
+		c.ExecutionIDs.Key = []byte(v.getenv(env))
+		v.secretLength("executionIds.keyEnv", env, len(c.ExecutionIDs.Key), "must hold a key of at least 32 bytes, the same on every replica", 32)
 	}
 
 	backends := map[string]*Backend{}
