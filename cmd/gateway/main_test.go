@@ -211,8 +211,53 @@ func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
 	}
 }
 
-// Where `gateway reload` posts, from --admin or the file's admin section.
-func TestReloadURL(t *testing.T) {
+// `gateway reload --config FILE` sends the token of the variable FILE's
+// admin.tokenEnv names, as the gateway serving FILE expects it.
+func TestReloadTakesTheTokenVariableFromTheConfiguration(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gw.yaml")
+	withAdmin := bytes.Replace(src, []byte("listen: 127.0.0.1:9090"), []byte("listen: \""+ln.Addr().String()+"\"\n  tokenEnv: GW_TEST_RELOAD_TOKEN"), 1)
+	if err := os.WriteFile(path, withAdmin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GW_TEST_RELOAD_TOKEN", "reload-token-0123456789")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(cfg, gateway.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	srv := &http.Server{Handler: gw.AdminHandler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	if code, out, errOut := runCmd("reload", "--config", path); code != 0 || out != "reloaded\n" {
+		t.Fatalf("reload --config with the file's token variable set: %d %q %q", code, out, errOut)
+	}
+	t.Setenv("GW_TEST_RELOAD_TOKEN", "")
+	want := "gateway reload: environment variable GW_TEST_RELOAD_TOKEN (admin.tokenEnv of " + path + ") is not set\n"
+	if code, _, errOut := runCmd("reload", "--config", path); code != 2 || errOut != want {
+		t.Fatalf("reload --config with the variable unset: %d\n%q\nwant\n%q", code, errOut, want)
+	}
+	want = "gateway reload: environment variable GW_TEST_RELOAD_TOKEN (--token-env) is not set\n"
+	if code, _, errOut := runCmd("reload", "--admin", ln.Addr().String(), "--token-env", "GW_TEST_RELOAD_TOKEN"); code != 2 || errOut != want {
+		t.Fatalf("reload --token-env with the variable unset: %d\n%q\nwant\n%q", code, errOut, want)
+	}
+}
+
+// Where `gateway reload` posts, from --admin or the file's admin section,
+// and the token variable the file names (none when --admin is given).
+func TestReloadTarget(t *testing.T) {
 	dir := t.TempDir()
 	n := 0
 	file := func(admin string) string {
@@ -221,20 +266,23 @@ func TestReloadURL(t *testing.T) {
 		os.WriteFile(p, []byte("admin: "+admin+"\n"), 0o600)
 		return p
 	}
-	for _, c := range []struct{ admin, cfg, want string }{
-		{"127.0.0.1:9191", "", "http://127.0.0.1:9191/reload"},
-		{"http://10.1.2.3:9090/", "", "http://10.1.2.3:9090/reload"},
-		{"", file(`{listen: "0.0.0.0:9292"}`), "http://127.0.0.1:9292/reload"},
-		{"", file(`{listen: "[::]:9292"}`), "http://[::1]:9292/reload"},
-		{"", file(`{listen: ":9393"}`), "http://127.0.0.1:9393/reload"},
-		{"", file(`{listen: "admin.internal:9494", tls: {certFile: c.pem, keyFile: k.pem}}`), "https://admin.internal:9494/reload"},
+	withToken := file(`{listen: "127.0.0.1:9595", tokenEnv: GW_ADMIN_TOKEN}`)
+	for _, c := range []struct{ admin, cfg, want, tokenEnv string }{
+		{"127.0.0.1:9191", "", "http://127.0.0.1:9191/reload", ""},
+		{"http://10.1.2.3:9090/", "", "http://10.1.2.3:9090/reload", ""},
+		{"", file(`{listen: "0.0.0.0:9292"}`), "http://127.0.0.1:9292/reload", ""},
+		{"", file(`{listen: "[::]:9292"}`), "http://[::1]:9292/reload", ""},
+		{"", file(`{listen: ":9393"}`), "http://127.0.0.1:9393/reload", ""},
+		{"", file(`{listen: "admin.internal:9494", tls: {certFile: c.pem, keyFile: k.pem}}`), "https://admin.internal:9494/reload", ""},
+		{"", withToken, "http://127.0.0.1:9595/reload", "GW_ADMIN_TOKEN"},
+		{"127.0.0.1:9595", withToken, "http://127.0.0.1:9595/reload", ""},
 	} {
-		got, err := reloadURL(c.admin, c.cfg)
-		if err != nil || got != c.want {
-			t.Errorf("--admin %q --config %q: %q, %v; want %q", c.admin, c.cfg, got, err, c.want)
+		got, tokenEnv, err := reloadTarget(c.admin, c.cfg)
+		if err != nil || got != c.want || tokenEnv != c.tokenEnv {
+			t.Errorf("--admin %q --config %q: %q, token from %q, %v; want %q, %q", c.admin, c.cfg, got, tokenEnv, err, c.want, c.tokenEnv)
 		}
 	}
-	if _, err := reloadURL("nowhere", ""); err == nil || err.Error() != `admin address "nowhere" is neither host:port nor a URL` {
+	if _, _, err := reloadTarget("nowhere", ""); err == nil || err.Error() != `admin address "nowhere" is neither host:port nor a URL` {
 		t.Errorf("a bad --admin: %v", err)
 	}
 }

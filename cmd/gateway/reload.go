@@ -17,13 +17,15 @@ import (
 
 // reload runs `gateway reload`: it asks a running gateway, through its
 // admin listener, to re-read its configuration file (as SIGHUP does). The
-// listener is --admin, else admin.listen of --config.
+// listener is --admin, else admin.listen of --config; the token's variable
+// is --token-env, else, with the listener from the file, its
+// admin.tokenEnv.
 func reload(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gateway reload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "config.yaml", "the configuration file of the gateway to reload: its admin.listen is the address")
 	admin := fs.String("admin", "", "the gateway's admin listener, host:port or a URL; overrides the configuration's")
-	tokenEnv := fs.String("token-env", "", "the environment variable holding the admin listener's bearer token (the gateway's admin.tokenEnv)")
+	tokenEnv := fs.String("token-env", "", "the environment variable holding the admin listener's bearer token (default: admin.tokenEnv of --config, unless --admin is given)")
 	caFile := fs.String("ca", "", "a PEM file of certificates to trust for an https admin listener, beside the system's (a self-signed admin.tls certificate, say)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -33,10 +35,14 @@ func reload(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 2
 	}
-	target, err := reloadURL(*admin, *cfgPath)
+	target, fileTokenEnv, err := reloadTarget(*admin, *cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway reload:", err)
 		return 2
+	}
+	tokenFrom := "--token-env"
+	if *tokenEnv == "" && fileTokenEnv != "" {
+		*tokenEnv, tokenFrom = fileTokenEnv, "admin.tokenEnv of "+*cfgPath
 	}
 	// No body and no content type: the admin listener refuses the body
 	// types a browser's form could send.
@@ -48,7 +54,7 @@ func reload(args []string, stdout, stderr io.Writer) int {
 	if *tokenEnv != "" {
 		token := os.Getenv(*tokenEnv)
 		if token == "" {
-			fmt.Fprintf(stderr, "gateway reload: environment variable %s is not set\n", *tokenEnv)
+			fmt.Fprintf(stderr, "gateway reload: environment variable %s (%s) is not set\n", *tokenEnv, tokenFrom)
 			return 2
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -90,21 +96,22 @@ func reloadClient(caFile string) (*http.Client, error) {
 	return &http.Client{Transport: t, Timeout: time.Minute}, nil
 }
 
-// reloadURL is where `gateway reload` posts: the admin address given, or
-// the one the configuration file names. An address without a scheme is
-// http (https when the file gives the admin listener TLS); a wildcard
-// host is reached on loopback.
-func reloadURL(admin, cfgPath string) (string, error) {
+// reloadTarget is where `gateway reload` posts: the admin address given,
+// or the one the configuration file names, and then the file's
+// admin.tokenEnv too. An address without a scheme is http (https when the
+// file gives the admin listener TLS); a wildcard host is reached on
+// loopback.
+func reloadTarget(admin, cfgPath string) (target, tokenEnv string, err error) {
 	scheme := "http"
 	if admin == "" {
 		a, err := config.ReadAdmin(cfgPath)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if a.Listen == "" {
-			return "", fmt.Errorf("%s sets no admin.listen, so its gateway has no admin listener to ask (unless started with --admin-listen: give that address as --admin); send it SIGHUP instead", cfgPath)
+			return "", "", fmt.Errorf("%s sets no admin.listen, so its gateway has no admin listener to ask (unless started with --admin-listen: give that address as --admin); send it SIGHUP instead", cfgPath)
 		}
-		admin = a.Listen
+		admin, tokenEnv = a.Listen, a.TokenEnv
 		if a.TLS != nil {
 			scheme = "https"
 		}
@@ -112,7 +119,7 @@ func reloadURL(admin, cfgPath string) (string, error) {
 	if !strings.Contains(admin, "://") {
 		host, port, err := net.SplitHostPort(admin)
 		if err != nil {
-			return "", fmt.Errorf("admin address %q is neither host:port nor a URL", admin)
+			return "", "", fmt.Errorf("admin address %q is neither host:port nor a URL", admin)
 		}
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 			host = "127.0.0.1"
@@ -122,5 +129,5 @@ func reloadURL(admin, cfgPath string) (string, error) {
 		}
 		admin = scheme + "://" + net.JoinHostPort(host, port)
 	}
-	return strings.TrimRight(admin, "/") + "/reload", nil
+	return strings.TrimRight(admin, "/") + "/reload", tokenEnv, nil
 }
