@@ -62,6 +62,11 @@ func TestTenantsNeverReadAnUnreachableMembersAddress(t *testing.T) {
 	if !line.MatchString(logs.String()) {
 		t.Fatalf("the log does not keep the address:\n%s", logs.String())
 	}
+	// No member took it: its execution line names the group it was for.
+	execution := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=execution tenant=globex connection=[0-9a-f]+ request=[0-9a-f]{16} backend=far outcome=connection_rejected wallMs=\S+ retained=false$`)
+	if !execution.MatchString(logs.String()) {
+		t.Fatalf("no execution line naming the group:\n%s", logs.String())
+	}
 }
 
 // A member whose connection breaks under a run: the tenant reads

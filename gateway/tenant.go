@@ -231,7 +231,11 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 	if telemetry.Recording(ctx) {
 		telemetry.Execution(ctx, telemetry.Tenant.String(t.name), telemetry.Backend.String(set.group.name), telemetry.Member.String(member), telemetry.Outcome.String(oc))
 	}
-	logExecution(ctx, t.log, member, oc, wall, err == nil && res.ExecutionID != "")
+	logged := member
+	if logged == "" {
+		logged = set.group.name // no member took it: the group it was for
+	}
+	logExecution(ctx, t.log, logged, oc, wall, err == nil && res.ExecutionID != "")
 	if err != nil {
 		return nil, err
 	}
