@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -59,6 +60,7 @@ type env struct {
 	far      *executortest.Recorder
 	upstream *httptest.Server
 	seen     chan http.Header // headers the proxy upstream received
+	logs     *testutil.Buffer // the gateway's log, as text
 }
 
 const (
@@ -70,7 +72,7 @@ const (
 // globex and initech on a remote group whose member is a Recorder.
 func start(t *testing.T, tweak func(string) string) *env {
 	t.Helper()
-	e := &env{keys: map[string]string{}, seen: make(chan http.Header, 8)}
+	e := &env{keys: map[string]string{}, seen: make(chan http.Header, 8), logs: &testutil.Buffer{}}
 	var farURL string
 	farURL, e.far = farServer(t)
 	e.upstream = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -159,7 +161,7 @@ func (e *env) serve(t *testing.T, yaml string, tweak func(string) string) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv})
+	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,13 @@ func (g *Gateway) authorize(st *state) func(http.Handler) http.Handler {
 			t := st.tenants[id.Tenant]
 			if t == nil || (rt.tenants != nil && !rt.tenants[id.Tenant]) {
 				g.metrics.authFailures.WithLabelValues("forbidden").Inc()
-				g.log.Info("tenant refused on route", "path", r.URL.Path, "tenant", id.Tenant)
+				msg := "tenant refused on route"
+				if t == nil {
+					// Only a token can name a tenant the configuration lacks:
+					// the issuer and this file disagree, not the routes.
+					msg = "credential names no configured tenant"
+				}
+				g.log.Info(msg, "path", r.URL.Path, "tenant", id.Tenant)
 				http.Error(w, fmt.Sprintf("tenant %q may not use this route", id.Tenant), http.StatusForbidden)
 				return
 			}
