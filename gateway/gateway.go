@@ -183,10 +183,11 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 // tenant they authenticated as); a revoked key is refused on new
 // connections. The members of a remote group change too (applyMembers).
 // What else runs underneath (listeners, backend groups, the pin table, the
-// id key) changes only on a restart, so a cfg that changes it is refused
-// and the running configuration stays.
+// id key) changes only on a restart, so a cfg that changes it is refused,
+// naming all it changed, and the running configuration stays.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	cur := g.state.Load().cfg
+	var changed []string
 	for _, c := range []struct {
 		what     string
 		old, new any
@@ -202,8 +203,12 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		{"limits.wireMemoryMB", cur.Limits.WireMemoryMB, cfg.Limits.WireMemoryMB},
 	} {
 		if !reflect.DeepEqual(c.old, c.new) {
-			return fmt.Errorf("%s changed, which takes a restart; the running configuration stays", c.what)
+			changed = append(changed, c.what)
 		}
+	}
+	if len(changed) > 0 {
+		// Callers say that the running configuration stays.
+		return fmt.Errorf("%s changed, which takes a restart", listing(changed))
 	}
 	st, err := g.build(cfg)
 	if err != nil {
@@ -213,6 +218,14 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	g.state.Store(st)
 	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes), "configDigest", cfg.Digest)
 	return nil
+}
+
+// listing joins names as a sentence does: "a", "a and b", "a, b and c".
+func listing(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // Handler is the gateway's HTTP handler; it serves the current state.

@@ -119,7 +119,14 @@ func TestReloadRefusesOtherBackendChanges(t *testing.T) {
 	}
 	defer g.Close()
 	err = g.Reload(remoteGroupConfig(t, "2h", urlA))
-	if want := "backends (other than the members of a remote group) changed, which takes a restart; the running configuration stays"; err == nil || err.Error() != want {
+	if want := "backends (other than the members of a remote group) changed, which takes a restart"; err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	// Every change that takes a restart is named, not the first alone.
+	cfg := remoteGroupConfig(t, "2h", urlA)
+	cfg.Listen, cfg.Limits.WireMemoryMB = "127.0.0.1:1", cfg.Limits.WireMemoryMB+1
+	err = g.Reload(cfg)
+	if want := "listen, backends (other than the members of a remote group) and limits.wireMemoryMB changed, which takes a restart"; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
 }
