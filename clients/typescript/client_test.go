@@ -27,8 +27,9 @@ import (
 // TestTypeScriptPackage builds the package with tsc (strict, ESM and
 // declarations), type-checks test/types (ExecutorApi types capnweb's stub),
 // the AI SDK adapter against ai 7's types and every example against it, and
-// runs the package's own tests (Node's test runner) against the real
-// gateway binary, which each test file starts and stops itself; then the
+// runs the package's own tests (Node's test runner, the examples' runs
+// among them) against the real gateway binary, which each test file starts
+// and stops itself; then the
 // AI SDK adapter's tests again, on ai 7 under test/ai7's Node.js 22.
 func TestTypeScriptPackage(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {

@@ -31,13 +31,14 @@ export function keyHash(key) {
  * Starts `gateway serve`. allowedOrigins goes on the browser route (the
  * codemode.executor.v1 subprotocol); the default route answers requests
  * that offer no subprotocol. tracingEndpoint turns tracing on, exporting
- * there within 50 ms of a span's end.
+ * there within 50 ms of a span's end. configFile serves that file instead
+ * (on free ports, its key unknown here: key is empty).
  */
-export async function startGateway({ allowedOrigins = [], tenantPolicy = '', tracingEndpoint = '' } = {}) {
-  const key = newKey()
+export async function startGateway({ allowedOrigins = [], tenantPolicy = '', tracingEndpoint = '', configFile = '' } = {}) {
+  const key = configFile ? '' : newKey()
   const dir = mkdtempSync(join(tmpdir(), 'tsclient-gateway-'))
-  const config = join(dir, 'gateway.yaml')
-  writeFileSync(config, `listen: 127.0.0.1:0
+  const config = configFile || join(dir, 'gateway.yaml')
+  if (!configFile) writeFileSync(config, `listen: 127.0.0.1:0
 ${tracingEndpoint ? `tracing: {enabled: true, endpoint: ${JSON.stringify(tracingEndpoint)}}\n` : ''}backends:
   - name: local
     type: local
