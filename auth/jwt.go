@@ -63,10 +63,40 @@ type JWTVerifier struct {
 	keys []verifyKey
 }
 
-// NewJWTVerifier validates cfg and loads its keys.
+// A JWTConfigError is one thing wrong with a JWTConfig. NewJWTVerifier
+// reports every one it finds, joined, so a bad public key does not hide a
+// broken JWKS file.
+type JWTConfigError struct {
+	// Field is the part at fault, named after JWTConfig's fields:
+	// "HMACSecret", "PublicKeysPEM", "JWKSFile", or empty for the
+	// configuration as a whole (a missing issuer, no key at all).
+	Field string
+	// Index is the position in PublicKeysPEM of the key at fault.
+	Index int
+	Err   error
+}
+
+func (e *JWTConfigError) Error() string {
+	switch e.Field {
+	case "PublicKeysPEM":
+		return fmt.Sprintf("auth: public key %d: %v", e.Index, e.Err)
+	case "JWKSFile":
+		return "auth: JWKS file: " + e.Err.Error()
+	}
+	return "auth: " + e.Err.Error()
+}
+
+func (e *JWTConfigError) Unwrap() error { return e.Err }
+
+// NewJWTVerifier validates cfg and loads its keys. Its error joins a
+// *JWTConfigError for each problem.
 func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
+	var errs []error
+	fail := func(field string, index int, err error) {
+		errs = append(errs, &JWTConfigError{Field: field, Index: index, Err: err})
+	}
 	if cfg.Issuer == "" || cfg.Audience == "" {
-		return nil, errors.New("auth: a JWT verifier needs both an issuer and an audience, so that a token minted for another service is refused")
+		fail("", 0, errors.New("a JWT verifier needs both an issuer and an audience, so that a token minted for another service is refused"))
 	}
 	if cfg.TenantClaim == "" {
 		cfg.TenantClaim = DefaultTenantClaim
@@ -77,30 +107,33 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 	v := &JWTVerifier{cfg: cfg}
 	if cfg.HMACSecret != nil {
 		if len(cfg.HMACSecret) < minHMACSecret {
-			return nil, fmt.Errorf("auth: the HS256 secret must be at least %d bytes", minHMACSecret)
+			fail("HMACSecret", 0, fmt.Errorf("the HS256 secret must be at least %d bytes", minHMACSecret))
+		} else {
+			v.keys = append(v.keys, verifyKey{alg: "HS256", key: cfg.HMACSecret})
 		}
-		v.keys = append(v.keys, verifyKey{alg: "HS256", key: cfg.HMACSecret})
 	}
 	for i, p := range cfg.PublicKeysPEM {
 		k, err := publicKeyFromPEM([]byte(p))
 		if err != nil {
-			return nil, fmt.Errorf("auth: public key %d: %w", i, err)
+			fail("PublicKeysPEM", i, err)
+			continue
 		}
 		v.keys = append(v.keys, k)
 	}
 	if cfg.JWKSFile != "" {
-		data, err := os.ReadFile(cfg.JWKSFile)
-		if err != nil {
-			return nil, fmt.Errorf("auth: reading the JWKS file: %w", err)
+		if data, err := os.ReadFile(cfg.JWKSFile); err != nil {
+			fail("JWKSFile", 0, err)
+		} else if ks, err := parseJWKS(data); err != nil {
+			fail("JWKSFile", 0, fmt.Errorf("%s: %w", cfg.JWKSFile, err))
+		} else {
+			v.keys = append(v.keys, ks...)
 		}
-		ks, err := parseJWKS(data)
-		if err != nil {
-			return nil, fmt.Errorf("auth: JWKS file %s: %w", cfg.JWKSFile, err)
-		}
-		v.keys = append(v.keys, ks...)
 	}
-	if len(v.keys) == 0 {
-		return nil, errors.New("auth: a JWT verifier needs a key: an HS256 secret, PEM public keys or a JWKS file")
+	if len(errs) == 0 && len(v.keys) == 0 {
+		fail("", 0, errors.New("a JWT verifier needs a key: an HS256 secret, PEM public keys or a JWKS file"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return v, nil
 }

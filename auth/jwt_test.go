@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -247,6 +248,31 @@ func TestNewJWTVerifierRejectsBadConfig(t *testing.T) {
 		if _, err := NewJWTVerifier(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// Every problem of a JWTConfig is reported, each as a *JWTConfigError
+// naming its part.
+func TestNewJWTVerifierReportsEveryProblem(t *testing.T) {
+	absent := filepath.Join(t.TempDir(), "absent.json")
+	_, err := NewJWTVerifier(JWTConfig{Audience: "a", HMACSecret: []byte("short"), PublicKeysPEM: []string{pemOf(t, &rsaKey.PublicKey), "not a key"}, JWKSFile: absent})
+	want := "auth: a JWT verifier needs both an issuer and an audience, so that a token minted for another service is refused\n" +
+		"auth: the HS256 secret must be at least 32 bytes\n" +
+		"auth: public key 1: not a PEM-encoded RSA or P-256 EC public key\n" +
+		"auth: JWKS file: open " + absent + ": no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
+	}
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *JWTConfigError
+		if !errors.As(e, &ce) {
+			t.Fatalf("%v is not a *JWTConfigError", e)
+		}
+		fields = append(fields, fmt.Sprintf("%s/%d", ce.Field, ce.Index))
+	}
+	if got := strings.Join(fields, " "); got != "/0 HMACSecret/0 PublicKeysPEM/1 JWKSFile/0" {
+		t.Fatalf("fields %s", got)
 	}
 }
 

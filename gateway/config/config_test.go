@@ -191,8 +191,40 @@ func TestJWKSFileIsRelativeToTheConfig(t *testing.T) {
 	path := filepath.Join(dir, "gw.yaml")
 	os.WriteFile(path, []byte(src), 0o600)
 	_, err := LoadWith(path, noEnv)
-	if err == nil || !strings.Contains(err.Error(), "no signing key") {
-		t.Fatalf("got %v, want the JWKS file (read relative to the config) to be refused for holding no key", err)
+	want := path + ":17: jwt.jwksFile: " + filepath.Join(dir, "keys.json") + ": it holds no signing key"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want the JWKS file (read relative to the config) to be refused for holding no key:\n%s", err, want)
+	}
+}
+
+// Every problem of the jwt section is reported, each at its own key: a bad
+// public key does not hide a broken JWKS file or a short secret.
+func TestJWTProblemsEachAtTheirKey(t *testing.T) {
+	dir := t.TempDir()
+	src := good + `jwt:
+  issuer: i
+  audience: a
+  hmacSecretEnv: GW_SECRET
+  publicKeys:
+    - "not a key"
+    - "nor this"
+  jwksFile: absent.json
+`
+	path := filepath.Join(dir, "gw.yaml")
+	os.WriteFile(path, []byte(src), 0o600)
+	env := func(k string) string {
+		if k == "GW_SECRET" {
+			return "short"
+		}
+		return ""
+	}
+	_, err := LoadWith(path, env)
+	want := path + ":17: jwt.hmacSecretEnv: environment variable GW_SECRET: the HS256 secret must be at least 32 bytes\n" +
+		path + ":19: jwt.publicKeys[0]: not a PEM-encoded RSA or P-256 EC public key\n" +
+		path + ":20: jwt.publicKeys[1]: not a PEM-encoded RSA or P-256 EC public key\n" +
+		path + ":21: jwt.jwksFile: open " + filepath.Join(dir, "absent.json") + ": no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -383,10 +384,32 @@ func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
 		cfg.JWKSFile = c.Resolve(j.JWKSFile)
 	}
 	verifier, err := auth.NewJWTVerifier(cfg)
-	if err != nil {
-		v.add("jwt", "%s", strings.TrimPrefix(err.Error(), "auth: "))
+	if err == nil {
+		return verifier
 	}
-	return verifier
+	// Each problem at the key it is about.
+	errs := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	}
+	for _, e := range errs {
+		var ce *auth.JWTConfigError
+		if !errors.As(e, &ce) {
+			v.add("jwt", "%v", e)
+			continue
+		}
+		switch ce.Field {
+		case "HMACSecret":
+			v.add("jwt.hmacSecretEnv", "environment variable %s: %v", j.HMACSecretEnv, ce.Err)
+		case "PublicKeysPEM":
+			v.add(fmt.Sprintf("jwt.publicKeys[%d]", ce.Index), "%v", ce.Err)
+		case "JWKSFile":
+			v.add("jwt.jwksFile", "%v", ce.Err)
+		default:
+			v.add("jwt", "%v", ce.Err)
+		}
+	}
+	return nil
 }
 
 func (v *validator) policy(path string, p *Policy, l Limits) {
