@@ -206,14 +206,16 @@ func TestHandlesRejectionsKeepServing(t *testing.T) {
 
 // Retained --> Closed: the idle bound expires.
 func TestHandlesIdleBound(t *testing.T) {
-	e := newPool(t, Options{PoolSize: 1, HandlesIdleTimeout: 400 * time.Millisecond})
+	e := newPool(t, Options{PoolSize: 1, HandlesIdleTimeout: time.Second})
 	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
-	// Invocations keep it alive past the bound in total.
-	for i := 1; i <= 5; i++ {
+	// Invocations keep it alive past the bound in total: six gaps of 200 ms
+	// add up to more than the bound, and each leaves 800 ms for an
+	// invocation on a busy machine under the race detector to arrive.
+	for i := 1; i <= 6; i++ {
 		if got := invokeBody(t, e, id, "/"); got != fmt.Sprint(i) {
 			t.Fatalf("invocation %d answered %q", i, got)
 		}
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().HandlesExpired == 1 }, "the idle bound to expire the handles")
 	wantClosed(t, e, id)
