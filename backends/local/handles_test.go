@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -135,18 +136,29 @@ func TestHandlesCounterPersistsAcross100Invocations(t *testing.T) {
 
 func TestHandlesConcurrentInvocationsRunInArrivalOrder(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 1})
-	// Each invocation records its path, holds the handler for 100 ms of
-	// timers, and reports how many ran at once.
-	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => {
-		const order = []; let active = 0, most = 0
-		return async (req) => {
-			active++; most = Math.max(most, active)
-			order.push(new URL(req.url).pathname.slice(1))
-			await new Promise((r) => setTimeout(r, 100))
-			active--
-			return new Response(JSON.stringify({ order, most }))
-		}
-	}`})
+	// Each invocation records its path, holds the handler until the test
+	// lets the upstream answer, and reports how many ran at once.
+	release := make(chan struct{})
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code: `async () => {
+			const order = []; let active = 0, most = 0
+			return async (req) => {
+				active++; most = Math.max(most, active)
+				order.push(new URL(req.url).pathname.slice(1))
+				await fetch('https://upstream.test/')
+				active--
+				return new Response(JSON.stringify({ order, most }))
+			}
+		}`,
+		Outbound: protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return protocol.OutboundResponse{}, ctx.Err()
+			}
+			return protocol.OutboundResponse{Status: 200}, nil
+		}),
+	})
 	const n = 8
 	bodies := make([]string, n)
 	var wg sync.WaitGroup
@@ -156,10 +168,12 @@ func TestHandlesConcurrentInvocationsRunInArrivalOrder(t *testing.T) {
 			defer wg.Done()
 			bodies[i] = invokeBody(t, e, id, fmt.Sprintf("/%d", i))
 		}()
-		// Arrival order: each call is queued well before the next starts,
-		// and the handler holds each one far longer than this gap.
-		time.Sleep(40 * time.Millisecond)
+		// Arrival order: each call waits in InvokeHandle (at the handler or
+		// queued for it) before the next starts; the first holds the
+		// handler until all have.
+		waitInvocationsWaiting(t, i+1)
 	}
+	close(release)
 	wg.Wait()
 	var last struct {
 		Order []string
@@ -172,6 +186,25 @@ func TestHandlesConcurrentInvocationsRunInArrivalOrder(t *testing.T) {
 	if fmt.Sprint(last.Order) != fmt.Sprint(want) || last.Most != 1 {
 		t.Fatalf("order %v, at most %d at once; want %v one at a time", last.Order, last.Most, want)
 	}
+}
+
+// waitInvocationsWaiting waits until n goroutines are parked in
+// InvokeHandle: each has handed its call to the holder or stands in the
+// holder's queue, which serves them in the order they came.
+func waitInvocationsWaiting(t *testing.T, n int) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		waiting := 0
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(header, "[select") && strings.Contains(g, "local.(*Executor).InvokeHandle(") {
+				waiting++
+			}
+		}
+		return waiting == n
+	}, "%d invocations to wait in InvokeHandle", n)
 }
 
 func TestHandlesRejectionsKeepServing(t *testing.T) {
