@@ -335,13 +335,14 @@ func TestHandlesWorkerCrashCloses(t *testing.T) {
 // Retained --> Closed: the executor holding them shuts down.
 func TestHandlesExecutorCloseEndsThem(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 2})
-	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => async () => { await new Promise(() => {}); }`, Timeout: protocol.TimeoutOf(60000)})
+	reached := make(chan struct{}, 1)
+	id := grant(t, e, &protocol.ExecuteRequest{Code: awaitUpstream, Outbound: parkedUpstream(reached), Timeout: protocol.TimeoutOf(60000)})
 	errs := make(chan error, 1)
 	go func() {
 		_, err := e.InvokeHandle(context.Background(), id, "fetch", getReq("/"))
 		errs <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	<-reached
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -351,6 +352,20 @@ func TestHandlesExecutorCloseEndsThem(t *testing.T) {
 	if _, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/")); protocol.CodeOf(err) != protocol.CodeConnectionBroken {
 		t.Fatalf("after Close: %v", err)
 	}
+}
+
+// awaitUpstream is a handler whose every invocation waits on its upstream.
+const awaitUpstream = `async () => async () => { await fetch('https://upstream.test/') }`
+
+// parkedUpstream is an outbound function that tells reached it was called
+// (the invocation is in flight at the handler) and answers only once its
+// context ends.
+func parkedUpstream(reached chan<- struct{}) protocol.Outbound {
+	return protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		reached <- struct{}{}
+		<-ctx.Done()
+		return protocol.OutboundResponse{}, ctx.Err()
+	})
 }
 
 // Held handles count against the pool: with every worker held, a new
@@ -473,13 +488,14 @@ func BenchmarkHandleInvoke(b *testing.B) {
 // frees the worker.
 func TestHandlesCloseDuringAnInvocation(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 1})
-	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => () => new Promise(() => {})`, Timeout: protocol.TimeoutOf(60000)})
+	reached := make(chan struct{}, 1)
+	id := grant(t, e, &protocol.ExecuteRequest{Code: awaitUpstream, Outbound: parkedUpstream(reached), Timeout: protocol.TimeoutOf(60000)})
 	errs := make(chan error, 1)
 	go func() {
 		_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
 		errs <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	<-reached
 	if err := e.CloseHandles(testCtx(t), id); err != nil {
 		t.Fatalf("CloseHandles: %v", err)
 	}
