@@ -259,17 +259,19 @@ func TestHandlesIdleBound(t *testing.T) {
 func TestHandlesInvocationTimeoutCloses(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 1})
 	id := grant(t, e, &protocol.ExecuteRequest{
-		Code:    `async () => async (req) => { if (req.url.endsWith('/spin')) while (true) {} ; await new Promise((r) => setTimeout(r, 250)); return new Response('ok') }`,
-		Timeout: protocol.TimeoutOf(400),
+		Code:    `async () => async (req) => { if (req.url.endsWith('/spin')) while (true) {} ; await new Promise((r) => setTimeout(r, 100)); return new Response('ok') }`,
+		Timeout: protocol.TimeoutOf(1500),
 	})
-	// A fresh bound per invocation: four of 250 ms each pass a 400 ms bound.
-	for range 4 {
+	// A fresh bound per invocation: sixteen of 100 ms each pass a 1.5 s
+	// bound, and each leaves 1.4 s for the rest of its work on a busy
+	// machine.
+	for range 16 {
 		if got := invokeBody(t, e, id, "/"); got != "ok" {
 			t.Fatalf("answered %q", got)
 		}
 	}
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/spin"))
-	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(400).Error() {
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(1500).Error() {
 		t.Fatalf("spinning invocation: %v, want the timeout text", err)
 	}
 	wantClosed(t, e, id)
