@@ -579,7 +579,7 @@ func TestHandlesCountHostWaits(t *testing.T) {
 // readers all end with the executor.
 func TestHandlesCloseLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
-	e := newPool(t, Options{PoolSize: 2, HandlesIdleTimeout: 200 * time.Millisecond})
+	e := newPool(t, Options{PoolSize: 2, HandlesIdleTimeout: time.Second})
 	outbound := protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 		<-ctx.Done()
 		return protocol.OutboundResponse{}, ctx.Err()
@@ -588,7 +588,7 @@ func TestHandlesCloseLeavesNoGoroutines(t *testing.T) {
 	invokeBody(t, e, a, "/")
 	b := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
 	invokeBody(t, e, b, "/")
-	time.Sleep(400 * time.Millisecond) // both expire at the idle bound
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().HandlesExpired == 2 }, "both to expire at the idle bound")
 	c := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
 	invokeBody(t, e, c, "/")
 	e.Close()
