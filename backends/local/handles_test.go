@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -135,18 +136,29 @@ func TestHandlesCounterPersistsAcross100Invocations(t *testing.T) {
 
 func TestHandlesConcurrentInvocationsRunInArrivalOrder(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 1})
-	// Each invocation records its path, holds the handler for 100 ms of
-	// timers, and reports how many ran at once.
-	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => {
-		const order = []; let active = 0, most = 0
-		return async (req) => {
-			active++; most = Math.max(most, active)
-			order.push(new URL(req.url).pathname.slice(1))
-			await new Promise((r) => setTimeout(r, 100))
-			active--
-			return new Response(JSON.stringify({ order, most }))
-		}
-	}`})
+	// Each invocation records its path, holds the handler until the test
+	// lets the upstream answer, and reports how many ran at once.
+	release := make(chan struct{})
+	id := grant(t, e, &protocol.ExecuteRequest{
+		Code: `async () => {
+			const order = []; let active = 0, most = 0
+			return async (req) => {
+				active++; most = Math.max(most, active)
+				order.push(new URL(req.url).pathname.slice(1))
+				await fetch('https://upstream.test/')
+				active--
+				return new Response(JSON.stringify({ order, most }))
+			}
+		}`,
+		Outbound: protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return protocol.OutboundResponse{}, ctx.Err()
+			}
+			return protocol.OutboundResponse{Status: 200}, nil
+		}),
+	})
 	const n = 8
 	bodies := make([]string, n)
 	var wg sync.WaitGroup
@@ -156,10 +168,12 @@ func TestHandlesConcurrentInvocationsRunInArrivalOrder(t *testing.T) {
 			defer wg.Done()
 			bodies[i] = invokeBody(t, e, id, fmt.Sprintf("/%d", i))
 		}()
-		// Arrival order: each call is queued well before the next starts,
-		// and the handler holds each one far longer than this gap.
-		time.Sleep(40 * time.Millisecond)
+		// Arrival order: each call waits in InvokeHandle (at the handler or
+		// queued for it) before the next starts; the first holds the
+		// handler until all have.
+		waitInvocationsWaiting(t, i+1)
 	}
+	close(release)
 	wg.Wait()
 	var last struct {
 		Order []string
@@ -172,6 +186,25 @@ func TestHandlesConcurrentInvocationsRunInArrivalOrder(t *testing.T) {
 	if fmt.Sprint(last.Order) != fmt.Sprint(want) || last.Most != 1 {
 		t.Fatalf("order %v, at most %d at once; want %v one at a time", last.Order, last.Most, want)
 	}
+}
+
+// waitInvocationsWaiting waits until n goroutines are parked in
+// InvokeHandle: each has handed its call to the holder or stands in the
+// holder's queue, which serves them in the order they came.
+func waitInvocationsWaiting(t *testing.T, n int) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		waiting := 0
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(header, "[select") && strings.Contains(g, "local.(*Executor).InvokeHandle(") {
+				waiting++
+			}
+		}
+		return waiting == n
+	}, "%d invocations to wait in InvokeHandle", n)
 }
 
 func TestHandlesRejectionsKeepServing(t *testing.T) {
@@ -206,14 +239,16 @@ func TestHandlesRejectionsKeepServing(t *testing.T) {
 
 // Retained --> Closed: the idle bound expires.
 func TestHandlesIdleBound(t *testing.T) {
-	e := newPool(t, Options{PoolSize: 1, HandlesIdleTimeout: 400 * time.Millisecond})
+	e := newPool(t, Options{PoolSize: 1, HandlesIdleTimeout: time.Second})
 	id := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
-	// Invocations keep it alive past the bound in total.
-	for i := 1; i <= 5; i++ {
+	// Invocations keep it alive past the bound in total: six gaps of 200 ms
+	// add up to more than the bound, and each leaves 800 ms for an
+	// invocation on a busy machine under the race detector to arrive.
+	for i := 1; i <= 6; i++ {
 		if got := invokeBody(t, e, id, "/"); got != fmt.Sprint(i) {
 			t.Fatalf("invocation %d answered %q", i, got)
 		}
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().HandlesExpired == 1 }, "the idle bound to expire the handles")
 	wantClosed(t, e, id)
@@ -224,18 +259,19 @@ func TestHandlesIdleBound(t *testing.T) {
 func TestHandlesInvocationTimeoutCloses(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 1})
 	id := grant(t, e, &protocol.ExecuteRequest{
-		Code:    `async () => async (req) => { if (req.url.endsWith('/spin')) while (true) {} ; await new Promise((r) => setTimeout(r, 250)); return new Response('ok') }`,
-		Timeout: protocol.TimeoutOf(1000),
+		Code:    `async () => async (req) => { if (req.url.endsWith('/spin')) while (true) {} ; await new Promise((r) => setTimeout(r, 100)); return new Response('ok') }`,
+		Timeout: protocol.TimeoutOf(1500),
 	})
-	// A fresh bound per invocation: five of 250 ms each pass a 1000 ms
-	// bound, each with room to spare on a busy machine.
-	for range 5 {
+	// A fresh bound per invocation: sixteen of 100 ms each pass a 1.5 s
+	// bound, and each leaves 1.4 s for the rest of its work on a busy
+	// machine.
+	for range 16 {
 		if got := invokeBody(t, e, id, "/"); got != "ok" {
 			t.Fatalf("answered %q", got)
 		}
 	}
 	_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/spin"))
-	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(1000).Error() {
+	if err == nil || err.Error() != protocol.NewExecutionTimeoutError(1500).Error() {
 		t.Fatalf("spinning invocation: %v, want the timeout text", err)
 	}
 	wantClosed(t, e, id)
@@ -301,13 +337,14 @@ func TestHandlesWorkerCrashCloses(t *testing.T) {
 // Retained --> Closed: the executor holding them shuts down.
 func TestHandlesExecutorCloseEndsThem(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 2})
-	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => async () => { await new Promise(() => {}); }`, Timeout: protocol.TimeoutOf(60000)})
+	reached := make(chan struct{}, 1)
+	id := grant(t, e, &protocol.ExecuteRequest{Code: awaitUpstream, Outbound: parkedUpstream(reached), Timeout: protocol.TimeoutOf(60000)})
 	errs := make(chan error, 1)
 	go func() {
 		_, err := e.InvokeHandle(context.Background(), id, "fetch", getReq("/"))
 		errs <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	<-reached
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -317,6 +354,20 @@ func TestHandlesExecutorCloseEndsThem(t *testing.T) {
 	if _, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/")); protocol.CodeOf(err) != protocol.CodeConnectionBroken {
 		t.Fatalf("after Close: %v", err)
 	}
+}
+
+// awaitUpstream is a handler whose every invocation waits on its upstream.
+const awaitUpstream = `async () => async () => { await fetch('https://upstream.test/') }`
+
+// parkedUpstream is an outbound function that tells reached it was called
+// (the invocation is in flight at the handler) and answers only once its
+// context ends.
+func parkedUpstream(reached chan<- struct{}) protocol.Outbound {
+	return protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+		reached <- struct{}{}
+		<-ctx.Done()
+		return protocol.OutboundResponse{}, ctx.Err()
+	})
 }
 
 // Held handles count against the pool: with every worker held, a new
@@ -439,13 +490,14 @@ func BenchmarkHandleInvoke(b *testing.B) {
 // frees the worker.
 func TestHandlesCloseDuringAnInvocation(t *testing.T) {
 	e := newPool(t, Options{PoolSize: 1})
-	id := grant(t, e, &protocol.ExecuteRequest{Code: `async () => () => new Promise(() => {})`, Timeout: protocol.TimeoutOf(60000)})
+	reached := make(chan struct{}, 1)
+	id := grant(t, e, &protocol.ExecuteRequest{Code: awaitUpstream, Outbound: parkedUpstream(reached), Timeout: protocol.TimeoutOf(60000)})
 	errs := make(chan error, 1)
 	go func() {
 		_, err := e.InvokeHandle(testCtx(t), id, "fetch", getReq("/"))
 		errs <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	<-reached
 	if err := e.CloseHandles(testCtx(t), id); err != nil {
 		t.Fatalf("CloseHandles: %v", err)
 	}
@@ -537,7 +589,7 @@ func TestHandlesCountHostWaits(t *testing.T) {
 // readers all end with the executor.
 func TestHandlesCloseLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
-	e := newPool(t, Options{PoolSize: 2, HandlesIdleTimeout: 200 * time.Millisecond})
+	e := newPool(t, Options{PoolSize: 2, HandlesIdleTimeout: time.Second})
 	outbound := protocol.OutboundVia(func(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 		<-ctx.Done()
 		return protocol.OutboundResponse{}, ctx.Err()
@@ -546,7 +598,7 @@ func TestHandlesCloseLeavesNoGoroutines(t *testing.T) {
 	invokeBody(t, e, a, "/")
 	b := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
 	invokeBody(t, e, b, "/")
-	time.Sleep(400 * time.Millisecond) // both expire at the idle bound
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().HandlesExpired == 2 }, "both to expire at the idle bound")
 	c := grant(t, e, &protocol.ExecuteRequest{Code: counterHandler})
 	invokeBody(t, e, c, "/")
 	e.Close()

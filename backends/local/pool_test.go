@@ -493,10 +493,19 @@ func TestIdleWorkerDeathIsHealed(t *testing.T) {
 // execution: the caller's function sees its ctx end.
 func TestUnawaitedToolCallIsCancelled(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1})
-	ended := make(chan error, 1)
+	opened, ended := make(chan struct{}), make(chan error, 1)
 	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{
 		Code: "fire",
 		Dispatch: func(ctx context.Context, provider, tool, args string) (string, error) {
+			if tool == "awaited" {
+				select {
+				case <-opened:
+				case <-time.After(20 * time.Second):
+					ended <- errors.New("never reached the host")
+				}
+				return `{"result":1}`, nil
+			}
+			close(opened)
 			select {
 			case <-ctx.Done():
 				ended <- ctx.Err()

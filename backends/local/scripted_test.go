@@ -90,9 +90,12 @@ func scriptedEnvelope(ctx context.Context, job sandbox.Job, host sandbox.Host) *
 			//lint:ignore SA5002 the command spins in Go code on purpose
 			for {
 			}
-		case "fire": // a host call the run does not wait for
+		case "fire": // a host call the run does not wait for, open at the host before the run settles
 			go host.Dispatch(ctx, "store", "unawaited", "")
-			time.Sleep(50 * time.Millisecond)
+			// The host answers this awaited call once the unawaited one reached it.
+			back := outside()
+			host.Dispatch(ctx, "store", "awaited", "")
+			back()
 			out = append(out, "fired")
 		case "exit":
 			os.Exit(n)

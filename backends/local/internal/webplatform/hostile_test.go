@@ -105,8 +105,17 @@ func FuzzHeaders(f *testing.F) {
 
 // A native request still open when the run ends is cancelled on the wire.
 func TestNativeRequestCancelledAtRunEnd(t *testing.T) {
-	seenDone := make(chan struct{}, 1)
+	arrived, seenDone := make(chan struct{}), make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/after" {
+			// Answered once the open request reached the server.
+			select {
+			case <-arrived:
+			case <-time.After(10 * time.Second):
+			}
+			return
+		}
+		close(arrived)
 		select {
 		case <-r.Context().Done():
 			seenDone <- struct{}{}
@@ -114,7 +123,8 @@ func TestNativeRequestCancelledAtRunEnd(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	got, _ := runProgram(t, Config{Mode: protocol.OutboundNative, Native: loopbackAllowed}, "fetch("+strconv.Quote(srv.URL)+"); await new Promise(r => setTimeout(r, 50)); return 1")
+	got, _ := runProgram(t, Config{Mode: protocol.OutboundNative, Native: loopbackAllowed},
+		"fetch("+strconv.Quote(srv.URL+"/open")+"); await fetch("+strconv.Quote(srv.URL+"/after")+"); return 1")
 	if got.String() != "1" {
 		t.Fatalf("got %s", got)
 	}
