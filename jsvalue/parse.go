@@ -450,16 +450,23 @@ func (p *jsonParser[T]) array(depth int) (any, error) {
 			return nil, err
 		}
 		p.stack = append(p.stack, v)
-		if more, ok := p.afterElement(']'); more {
-			continue
-		} else if !ok {
-			return nil, p.badSeparator(']', "array")
+		p.space()
+		if p.i >= len(p.s) {
+			return nil, p.fail("unterminated array")
 		}
-		out := make([]any, len(p.stack)-base)
-		copy(out, p.stack[base:])
-		clear(p.stack[base:])
-		p.stack = p.stack[:base]
-		return out, nil
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			out := make([]any, len(p.stack)-base)
+			copy(out, p.stack[base:])
+			clear(p.stack[base:])
+			p.stack = p.stack[:base]
+			return out, nil
+		default:
+			return nil, p.fail("expected , or ] in array")
+		}
 	}
 }
 
@@ -523,40 +530,20 @@ func (p *jsonParser[T]) object(depth int) (any, error) {
 				}
 			}
 		}
-		if more, ok := p.afterElement('}'); more {
-			continue
-		} else if !ok {
-			return nil, p.badSeparator('}', "object")
+		p.space()
+		if p.i >= len(p.s) {
+			return nil, p.fail("unterminated object")
 		}
-		return p.finishObject(out, start)
-	}
-}
-
-// afterElement reads what follows an element of an array or an object,
-// past any space: a comma (more: another element follows) or the closing
-// byte close. Neither is not ok (see badSeparator). It stays small enough
-// to be inlined: it runs once per element.
-func (p *jsonParser[T]) afterElement(close byte) (more, ok bool) {
-	p.space()
-	if p.i < len(p.s) {
 		switch p.s[p.i] {
 		case ',':
 			p.i++
-			return true, true
-		case close:
+		case '}':
 			p.i++
-			return false, true
+			return p.finishObject(out, start)
+		default:
+			return nil, p.fail("expected , or } in object")
 		}
 	}
-	return false, false
-}
-
-// badSeparator is the error for what afterElement refused in container.
-func (p *jsonParser[T]) badSeparator(close byte, container string) error {
-	if p.i >= len(p.s) {
-		return p.fail("unterminated " + container)
-	}
-	return p.fail("expected , or " + string(close) + " in " + container)
 }
 
 func (p *jsonParser[T]) finishObject(o Object, start int) (any, error) {
