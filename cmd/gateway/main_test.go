@@ -159,21 +159,24 @@ func TestExecutorServerHelp(t *testing.T) {
 	}
 }
 
-// `gateway reload --config FILE` posts to the admin listener FILE names,
-// a wildcard host reached on loopback; --admin takes host:port too.
-func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
+// serveExampleAdmin serves the admin listener of a gateway on
+// config.example.yaml with its admin section's listen line replaced by
+// adminLines(the listener's port), and returns the file's path, the
+// example's text and the file's text.
+func serveExampleAdmin(t *testing.T, adminLines func(port string) string) (path string, example, written []byte) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	src, err := os.ReadFile("../../config.example.yaml")
+	example, err = os.ReadFile("../../config.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "gw.yaml")
-	withAdmin := bytes.Replace(src, []byte("listen: 127.0.0.1:9090"), []byte("listen: \"0.0.0.0:"+port+"\""), 1)
-	if err := os.WriteFile(path, withAdmin, 0o600); err != nil {
+	path = filepath.Join(t.TempDir(), "gw.yaml")
+	written = bytes.Replace(example, []byte("listen: 127.0.0.1:9090"), []byte(adminLines(port)), 1)
+	if err := os.WriteFile(path, written, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(path)
@@ -184,10 +187,17 @@ func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gw.Close()
 	srv := &http.Server{Handler: gw.AdminHandler()}
 	go srv.Serve(ln)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close(); gw.Close() })
+	return path, example, written
+}
+
+// `gateway reload --config FILE` posts to the admin listener FILE names,
+// a wildcard host reached on loopback; --admin takes host:port too.
+func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
+	var port string
+	path, src, withAdmin := serveExampleAdmin(t, func(p string) string { port = p; return "listen: \"0.0.0.0:" + p + "\"" })
 
 	if code, out, errOut := runCmd("reload", "--config", path); code != 0 || out != "reloaded\n" {
 		t.Fatalf("reload --config: %d %q %q", code, out, errOut)
@@ -214,32 +224,12 @@ func TestReloadFindsTheAdminListenerInTheConfiguration(t *testing.T) {
 // `gateway reload --config FILE` sends the token of the variable FILE's
 // admin.tokenEnv names, as the gateway serving FILE expects it.
 func TestReloadTakesTheTokenVariableFromTheConfiguration(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("../../config.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "gw.yaml")
-	withAdmin := bytes.Replace(src, []byte("listen: 127.0.0.1:9090"), []byte("listen: \""+ln.Addr().String()+"\"\n  tokenEnv: GW_TEST_RELOAD_TOKEN"), 1)
-	if err := os.WriteFile(path, withAdmin, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("GW_TEST_RELOAD_TOKEN", "reload-token-0123456789")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(cfg, gateway.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
-	srv := &http.Server{Handler: gw.AdminHandler()}
-	go srv.Serve(ln)
-	defer srv.Close()
+	var port string
+	path, _, _ := serveExampleAdmin(t, func(p string) string {
+		port = p
+		return "listen: \"127.0.0.1:" + p + "\"\n  tokenEnv: GW_TEST_RELOAD_TOKEN"
+	})
 
 	if code, out, errOut := runCmd("reload", "--config", path); code != 0 || out != "reloaded\n" {
 		t.Fatalf("reload --config with the file's token variable set: %d %q %q", code, out, errOut)
@@ -250,7 +240,7 @@ func TestReloadTakesTheTokenVariableFromTheConfiguration(t *testing.T) {
 		t.Fatalf("reload --config with the variable unset: %d\n%q\nwant\n%q", code, errOut, want)
 	}
 	want = "gateway reload: environment variable GW_TEST_RELOAD_TOKEN (--token-env) is not set\n"
-	if code, _, errOut := runCmd("reload", "--admin", ln.Addr().String(), "--token-env", "GW_TEST_RELOAD_TOKEN"); code != 2 || errOut != want {
+	if code, _, errOut := runCmd("reload", "--admin", "127.0.0.1:"+port, "--token-env", "GW_TEST_RELOAD_TOKEN"); code != 2 || errOut != want {
 		t.Fatalf("reload --token-env with the variable unset: %d\n%q\nwant\n%q", code, errOut, want)
 	}
 }
