@@ -63,6 +63,9 @@ type JWTVerifier struct {
 	keys []verifyKey
 }
 
+// ErrNoJWTKey is the problem of a JWTConfig that names no key at all.
+var ErrNoJWTKey = errors.New("a JWT verifier needs a key: an HS256 secret, PEM public keys or a JWKS file")
+
 // A JWTConfigError is one thing wrong with a JWTConfig. NewJWTVerifier
 // reports every one it finds, joined, so a bad public key does not hide a
 // broken JWKS file.
@@ -130,7 +133,7 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 		}
 	}
 	if len(errs) == 0 && len(v.keys) == 0 {
-		fail("", 0, errors.New("a JWT verifier needs a key: an HS256 secret, PEM public keys or a JWKS file"))
+		fail("", 0, ErrNoJWTKey)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -226,6 +226,23 @@ func TestJWTProblemsEachAtTheirKey(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("got\n%v\nwant\n%s", err, want)
 	}
+	// An unset secret variable does not hide the rest either, and is not
+	// also reported as a section with no key.
+	_, err = LoadWith(path, noEnv)
+	want = path + ":17: jwt.hmacSecretEnv: environment variable GW_SECRET is not set; it must hold the HS256 secret\n" +
+		path + ":19: jwt.publicKeys[0]: not a PEM-encoded RSA or P-256 EC public key\n" +
+		path + ":20: jwt.publicKeys[1]: not a PEM-encoded RSA or P-256 EC public key\n" +
+		path + ":21: jwt.jwksFile: open " + filepath.Join(dir, "absent.json") + ": no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Fatalf("with the secret unset, got\n%v\nwant\n%s", err, want)
+	}
+	// The only key named, unset: that alone is said.
+	os.WriteFile(path, []byte(good+"jwt:\n  issuer: i\n  audience: a\n  hmacSecretEnv: GW_SECRET\n"), 0o600)
+	_, err = LoadWith(path, noEnv)
+	want = path + ":17: jwt.hmacSecretEnv: environment variable GW_SECRET is not set; it must hold the HS256 secret"
+	if err == nil || err.Error() != want {
+		t.Fatalf("with the only key unset, got\n%v\nwant\n%s", err, want)
+	}
 }
 
 func FuzzParse(f *testing.F) {

@@ -372,19 +372,25 @@ func authenticator(keys []auth.APIKey, jwt *auth.JWTVerifier) auth.Authenticator
 
 func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
 	cfg := auth.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, TenantClaim: j.TenantClaim, PublicKeysPEM: j.PublicKeys, Leeway: j.Leeway.Std()}
+	// An unset secret variable is said here; the rest of the section is
+	// still checked, without that key.
+	secretUnset := false
 	if j.HMACSecretEnv != "" {
-		secret := v.getenv(j.HMACSecretEnv)
-		if secret == "" {
+		if secret := v.getenv(j.HMACSecretEnv); secret == "" {
 			v.add("jwt.hmacSecretEnv", "environment variable %s is not set; it must hold the HS256 secret", j.HMACSecretEnv)
-			return nil
+			secretUnset = true
+		} else {
+			cfg.HMACSecret = []byte(secret)
 		}
-		cfg.HMACSecret = []byte(secret)
 	}
 	if j.JWKSFile != "" {
 		cfg.JWKSFile = c.Resolve(j.JWKSFile)
 	}
 	verifier, err := auth.NewJWTVerifier(cfg)
 	if err == nil {
+		if secretUnset {
+			return nil // built from the other keys, but the file is refused
+		}
 		return verifier
 	}
 	// Each problem at the key it is about.
@@ -393,6 +399,9 @@ func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
 		errs = joined.Unwrap()
 	}
 	for _, e := range errs {
+		if secretUnset && errors.Is(e, auth.ErrNoJWTKey) {
+			continue // the unset variable, said above, is the missing key
+		}
 		var ce *auth.JWTConfigError
 		if !errors.As(e, &ce) {
 			v.add("jwt", "%v", e)
