@@ -130,6 +130,16 @@
 
     const setTag = (ctor, tag) =>
       defineProperty(ctor.prototype, SymbolToStringTag, { value: tag, configurable: true });
+    // defineMembers copies the methods and accessors of an object literal
+    // onto a prototype, in the literal's order. A literal names its accessors
+    // ("get href") as a class body would, and lets a table generate members.
+    const defineMembers = (proto, members, enumerable) => {
+      for (const k of reflectOwnKeys(members)) {
+        const d = getOwnDesc(members, k);
+        d.enumerable = enumerable;
+        defineProperty(proto, k, d);
+      }
+    };
     const requireArgs = (n, got, what) => {
       if (got < n) throw new TypeErrorCtor(`Failed to execute '${what}': ${n} argument${n > 1 ? 's' : ''} required, but only ${got} present.`);
     };
@@ -602,7 +612,10 @@
 
 
       let urlSetQuery;
-      const URL_FIELDS = ['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash', 'origin'];
+      // The parts native('urlParse') returns, in its order; each of these
+      // has a getter and a setter on URL.prototype. href (0) and origin (10)
+      // are written out in the class.
+      const URL_PARTS = ['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash', 'origin'];
       class URL {
         #parts; #query = null;
         constructor(url, base = undefined) {
@@ -627,46 +640,43 @@
             if (this.#query !== null && field === 'search') searchParamsReplace(this.#query, parts[8].slice(1));
           }
         }
-        get href() { return this.#parts[0]; }
-        set href(v) {
-          const parts = native('urlParse', StringCtor(v));
-          if (parts === null) throw new TypeErrorCtor(`Failed to set the 'href' property on 'URL': Invalid URL: ${StringCtor(v)}`);
-          this.#parts = parts;
-          if (this.#query !== null) searchParamsReplace(this.#query, parts[8].slice(1));
-        }
-        get origin() { return this.#parts[10]; }
-        get protocol() { return this.#parts[1]; }
-        set protocol(v) { this.#set('protocol', v); }
-        get username() { return this.#parts[2]; }
-        set username(v) { this.#set('username', v); }
-        get password() { return this.#parts[3]; }
-        set password(v) { this.#set('password', v); }
-        get host() { return this.#parts[4]; }
-        set host(v) { this.#set('host', v); }
-        get hostname() { return this.#parts[5]; }
-        set hostname(v) { this.#set('hostname', v); }
-        get port() { return this.#parts[6]; }
-        set port(v) { this.#set('port', v); }
-        get pathname() { return this.#parts[7]; }
-        set pathname(v) { this.#set('pathname', v); }
-        get search() { return this.#parts[8]; }
-        set search(v) { this.#set('search', v); }
-        get hash() { return this.#parts[9]; }
-        set hash(v) { this.#set('hash', v); }
-        get searchParams() {
-          if (this.#query === null) this.#query = searchParamsFromURL(this, this.#parts[8].slice(1));
-          return this.#query;
-        }
-        toString() { return this.#parts[0]; }
-        toJSON() { return this.#parts[0]; }
+        // The prototype's members are defined here rather than as class
+        // members, so the settable parts come from URL_PARTS; what a program
+        // sees is what class members would give, in the same order (see
+        // url_test.go).
         static {
+          const proto = URL.prototype;
+          defineMembers(proto, {
+            get href() { return this.#parts[0]; },
+            set href(v) {
+              const parts = native('urlParse', StringCtor(v));
+              if (parts === null) throw new TypeErrorCtor(`Failed to set the 'href' property on 'URL': Invalid URL: ${StringCtor(v)}`);
+              this.#parts = parts;
+              if (this.#query !== null) searchParamsReplace(this.#query, parts[8].slice(1));
+            },
+            get origin() { return this.#parts[10]; },
+          }, true);
+          for (let at = 1; at <= 9; at++) {
+            const name = URL_PARTS[at];
+            defineMembers(proto, {
+              get [name]() { return this.#parts[at]; },
+              set [name](v) { this.#set(name, v); },
+            }, true);
+          }
+          defineMembers(proto, {
+            get searchParams() {
+              if (this.#query === null) this.#query = searchParamsFromURL(this, this.#parts[8].slice(1));
+              return this.#query;
+            },
+            toString() { return this.#parts[0]; },
+            toJSON() { return this.#parts[0]; },
+          }, false);
           urlSetQuery = (u, search) => {
             const parts = native('urlSet', u.#parts[0], 'search', search);
             if (parts !== null) u.#parts = parts;
           };
         }
       }
-      for (const f of URL_FIELDS) defineProperty(URL.prototype, f, { enumerable: true });
       setTag(URL, 'URL');
       return { URL, URLSearchParams };
     });
@@ -1108,13 +1118,7 @@
           });
         },
       };
-      const installBody = (proto) => {
-        for (const k of reflectOwnKeys(bodyMixin)) {
-          const d = getOwnDesc(bodyMixin, k);
-          d.enumerable = true;
-          defineProperty(proto, k, d);
-        }
-      };
+      const installBody = (proto) => defineMembers(proto, bodyMixin, true);
       const cloneBody = (from) => {
         const b = bodyOf(from);
         if (b.used || (b.stream !== null && call(weakGet, streamState, b.stream).reader !== null)) {

@@ -161,6 +161,14 @@ func TestURLGlobal(t *testing.T) {
 			`["pathname",true,"get pathname","set pathname",null],["search",true,"get search","set search",null],` +
 			`["hash",true,"get hash","set hash",null],["searchParams",false,"get searchParams",null,null],` +
 			`["toString",false,null,null,"toString"],["toJSON",false,null,null,"toJSON"],["Symbol(Symbol.toStringTag)",false,null,null,null]]`},
+		{"members refuse another receiver and are not constructors", `const r = [];
+			for (const k of ['href', 'protocol', 'searchParams']) {
+				try { Object.getOwnPropertyDescriptor(URL.prototype, k).get.call({}); } catch (e) { r.push(e.constructor.name + ': ' + e.message); }
+			}
+			try { new URL.prototype.toJSON(); } catch (e) { r.push(e.constructor.name + ': ' + e.message); }
+			return r`, `["TypeError: Cannot read private member #parts from an object whose class did not declare it",` +
+			`"TypeError: Cannot read private member #parts from an object whose class did not declare it",` +
+			`"TypeError: Cannot read private member #query from an object whose class did not declare it","TypeError: Value is not a constructor"]`},
 	})
 }
 
