@@ -450,11 +450,7 @@ func (p *jsonParser[T]) array(depth int) (any, error) {
 			return nil, err
 		}
 		p.stack = append(p.stack, v)
-		p.space()
-		if p.i >= len(p.s) {
-			return nil, p.fail("unterminated array")
-		}
-		switch p.s[p.i] {
+		switch p.separator() {
 		case ',':
 			p.i++
 		case ']':
@@ -465,9 +461,33 @@ func (p *jsonParser[T]) array(depth int) (any, error) {
 			p.stack = p.stack[:base]
 			return out, nil
 		default:
-			return nil, p.fail("expected , or ] in array")
+			return nil, p.badSeparator(']', "array")
 		}
 	}
+}
+
+// separator returns the byte that follows an element of an array or an
+// object, past any space, without reading it; 0 at the end of the input.
+// The container's loop switches on it; it stays small enough to be
+// inlined, as it runs once per element.
+func (p *jsonParser[T]) separator() byte {
+	p.space()
+	if p.i < len(p.s) {
+		return p.s[p.i]
+	}
+	return 0
+}
+
+// badSeparator is the error where neither a comma nor close follows an
+// element of container. It is kept out of line: the loops that call it are
+// the parser's hot path, and it runs once per bad input.
+//
+//go:noinline
+func (p *jsonParser[T]) badSeparator(close byte, container string) error {
+	if p.i >= len(p.s) {
+		return p.fail("unterminated " + container)
+	}
+	return p.fail("expected , or " + string(close) + " in " + container)
 }
 
 // objectIndexAt is the member count past which an object being read finds
@@ -530,18 +550,14 @@ func (p *jsonParser[T]) object(depth int) (any, error) {
 				}
 			}
 		}
-		p.space()
-		if p.i >= len(p.s) {
-			return nil, p.fail("unterminated object")
-		}
-		switch p.s[p.i] {
+		switch p.separator() {
 		case ',':
 			p.i++
 		case '}':
 			p.i++
 			return p.finishObject(out, start)
 		default:
-			return nil, p.fail("expected , or } in object")
+			return nil, p.badSeparator('}', "object")
 		}
 	}
 }

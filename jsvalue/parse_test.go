@@ -154,6 +154,8 @@ func TestParseSeparatorErrors(t *testing.T) {
 		{`[1 `, "invalid JSON at byte 3: unterminated array"},
 		{`[1 2]`, "invalid JSON at byte 3: expected , or ] in array"},
 		{`[1}`, "invalid JSON at byte 2: expected , or ] in array"},
+		{"[1\x00", "invalid JSON at byte 2: expected , or ] in array"},
+		{"{\"a\":1\x00", "invalid JSON at byte 6: expected , or } in object"},
 		{`{"a":1`, "invalid JSON at byte 6: unterminated object"},
 		{`{"a":1 "b":2}`, "invalid JSON at byte 7: expected , or } in object"},
 		{`{"a":1]`, "invalid JSON at byte 6: expected , or } in object"},
