@@ -171,6 +171,7 @@ func newPoolCollector(pools iter.Seq2[string, poolReporter]) *poolCollector {
 		"runs":          d("codemode_worker_runs", "Executions placed on worker processes, retained ones included."),
 		"parked":        d("codemode_worker_runs_parked", "Executions waiting on their host (a tool call, an outbound request)."),
 		"retained":      d("codemode_worker_runs_retained", "Retained executions living in worker processes."),
+		"invocations":   d("codemode_handle_invocations_waiting", "Invocations of retained executions waiting for the one before them to finish."),
 		"queued":        d("codemode_executions_queued", "Executions waiting for room."),
 		"memory":        d("codemode_worker_memory_bytes", "Resident memory of the worker processes, as the pool last polled it."),
 		"maxWorkers":    d("codemode_workers_max", "The ceiling of worker processes (maxWorkers)."),
@@ -209,6 +210,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("runs", s.Runs)
 		gauge("parked", s.Parked)
 		gauge("retained", s.Retained)
+		gauge("invocations", s.Invocations)
 		gauge("queued", s.Queued)
 		gauge("memory", int(s.MemoryBytes))
 		gauge("maxWorkers", s.MaxWorkers)

@@ -132,11 +132,15 @@ func (e *Executor) InvokeHandle(ctx context.Context, executionID, handle string,
 		return none, protocol.NewHandleNotFoundError(executionID, handle, []string{sandbox.HandleFetch})
 	}
 	c := &heldCall{req: req, reply: make(chan heldAnswer, 1)}
+	e.stats.invocationsWaiting.Add(1)
 	select {
 	case h.invokes <- c:
+		e.stats.invocationsWaiting.Add(-1)
 	case <-h.done:
+		e.stats.invocationsWaiting.Add(-1)
 		return none, h.closedError()
 	case <-ctx.Done():
+		e.stats.invocationsWaiting.Add(-1)
 		return none, context.Cause(ctx)
 	}
 	select {

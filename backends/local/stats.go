@@ -22,6 +22,7 @@ type Stats struct {
 	Runs         int    // executions on workers, retained ones included
 	Parked       int    // executions waiting on their host (a tool call, an outbound request)
 	Retained     int    // retained executions
+	Invocations  int    // invocations of retained executions waiting for the one before them
 	Queued       int    // executions waiting for room
 	Tenants      int    // tenants holding a worker or waiting for one
 	MemoryBytes  uint64 // resident memory of the worker processes, as last polled
@@ -31,6 +32,10 @@ type Stats struct {
 type stats struct {
 	workersStarted, workersCrashed, timeoutKills, rssKills, outOfMemory, heapLimits atomic.Int64
 	queueOverflows, queueTimeouts, handlesGranted, handlesExpired                   atomic.Int64
+
+	// invocationsWaiting is a gauge: callers of InvokeHandle waiting for
+	// their turn at a retained execution.
+	invocationsWaiting atomic.Int64
 }
 
 // Stats returns the pool's counters and gauges.
@@ -48,6 +53,7 @@ func (e *Executor) Stats() Stats {
 		HandlesGranted: s.handlesGranted.Load(),
 		HandlesExpired: s.handlesExpired.Load(),
 	}
+	out.Invocations = int(e.stats.invocationsWaiting.Load())
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out.WorkersAlive = len(e.pool.workers) + e.pool.starting

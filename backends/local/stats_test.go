@@ -59,3 +59,43 @@ func TestStatsGauges(t *testing.T) {
 		return s.Queued == 0 && s.Busy == 0 && s.Runs == 0 && s.Parked == 0
 	}, "the gauges to read idle after both finished")
 }
+
+// TestStatsInvocationsWaiting: the gauge counts the invocations of a
+// retained execution that wait behind the one at its handler, and lets go
+// of each that leaves the line: answered, given up by its caller, or ended
+// by the close.
+func TestStatsInvocationsWaiting(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1})
+	reached := make(chan struct{}, 4)
+	id := grant(t, e, &protocol.ExecuteRequest{Code: awaitUpstream, Outbound: parkedUpstream(reached), Timeout: protocol.TimeoutOf(60000)})
+	errs := make(chan error, 3)
+	invoke := func(ctx context.Context) {
+		_, err := e.InvokeHandle(ctx, id, "fetch", getReq("/"))
+		errs <- err
+	}
+	go invoke(context.Background())
+	<-reached // the first is at the handler, not waiting
+	if s := e.Stats(); s.Invocations != 0 {
+		t.Fatalf("with one invocation at the handler: %d waiting, want 0", s.Invocations)
+	}
+	gaveUp, giveUp := context.WithCancel(context.Background())
+	go invoke(gaveUp)
+	go invoke(context.Background())
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Invocations == 2 }, "two invocations to wait")
+	giveUp()
+	if err := <-errs; err != context.Canceled {
+		t.Fatalf("the invocation whose caller gave up: %v", err)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Invocations == 1 }, "the one left to wait")
+	if err := e.CloseHandles(testCtx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+			t.Fatalf("an invocation the close ended: %v, want HANDLES_CLOSED", err)
+		}
+	}
+	if s := e.Stats(); s.Invocations != 0 {
+		t.Fatalf("after the close: %d waiting, want 0", s.Invocations)
+	}
+}
