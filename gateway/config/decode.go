@@ -1,11 +1,13 @@
 package config
 
 import (
+	"bytes"
 	"encoding"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +55,7 @@ type decoder struct {
 func decodeFile(file string, data []byte, v any) (problems Problems, lines map[string]int, stopped bool) {
 	f, err := parseYAML(data)
 	if err != nil {
-		return Problems{syntaxProblem(file, err)}, nil, true
+		return Problems{syntaxProblem(file, data, err)}, nil, true
 	}
 	d := &decoder{file: file, anchors: map[string]ast.Node{}, active: map[string]bool{}, lines: map[string]int{}}
 	if f == nil || len(f.Docs) == 0 || f.Docs[0] == nil || f.Docs[0].Body == nil {
@@ -95,14 +97,44 @@ func parseYAML(data []byte) (f *ast.File, err error) {
 
 // syntaxProblem places a parse error at its line, with the lines around
 // it, once.
-func syntaxProblem(file string, err error) *Problem {
+func syntaxProblem(file string, data []byte, err error) *Problem {
 	var ye yaml.Error
 	if !errors.As(err, &ye) || ye.GetToken() == nil {
 		return &Problem{File: file, Msg: err.Error()}
 	}
 	var pp printer.Printer
 	tok := ye.GetToken()
-	return &Problem{File: file, Line: tok.Position.Line, Msg: ye.GetMessage() + "\n" + strings.TrimRight(pp.PrintErrorToken(tok, false), "\n ")}
+	msg := ye.GetMessage()
+	if v := bracketedIPv6(sourceLine(data, tok.Position.Line)); v != "" {
+		msg += fmt.Sprintf("; YAML reads [ and ] outside quotes as a list, so quote a value that holds an IPv6 address: %q", v)
+	}
+	return &Problem{File: file, Line: tok.Position.Line, Msg: msg + "\n" + strings.TrimRight(pp.PrintErrorToken(tok, false), "\n ")}
+}
+
+// unquotedIPv6 finds an IPv6 address in brackets, with the scheme or the
+// port around it (ws://[::1]:8787/, [::1]:8080), not preceded by a quote.
+var unquotedIPv6 = regexp.MustCompile(`(?:^|[^"'\w/:])((?:[a-z][a-z0-9+.-]*://)?\[[0-9A-Fa-f:.%]*:[0-9A-Fa-f:.%]*\](?::[0-9]+)?[^\s,\]}'"#]*)`)
+
+// bracketedIPv6 is the first unquoted IPv6 address in brackets on line,
+// with what belongs to it, or "".
+func bracketedIPv6(line string) string {
+	m := unquotedIPv6.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// sourceLine is line n (from 1) of data, or "".
+func sourceLine(data []byte, n int) string {
+	for i := 1; len(data) > 0; i++ {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		if i == n {
+			return string(line)
+		}
+		data = rest
+	}
+	return ""
 }
 
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {

@@ -95,6 +95,20 @@ func TestSyntaxErrorShowsItsContextOnce(t *testing.T) {
    3 |   listen: x
 >  4 |  listen2: y
         ^`},
+		// An IPv6 address in brackets, unquoted, gets a hint to quote it.
+		{"listen: [::1]:8080\n", `c.yaml:1: value is not allowed in this context; YAML reads [ and ] outside quotes as a list, so quote a value that holds an IPv6 address: "[::1]:8080"
+>  1 | listen: [::1]:8080
+                    ^`},
+		{"listen: 127.0.0.1:8080\nbackends:\n  - {name: r, type: remote, members: [{url: ws://[::1]:8787/}]}\n", `c.yaml:3: found an invalid key for this map; YAML reads [ and ] outside quotes as a list, so quote a value that holds an IPv6 address: "ws://[::1]:8787/"
+   1 | listen: 127.0.0.1:8080
+   2 | backends:
+>  3 |   - {name: r, type: remote, members: [{url: ws://[::1]:8787/}]}
+                                                         ^`},
+		// Quoted, it is not what went wrong, and no hint is given.
+		{"listen: 127.0.0.1:8080\nadmin: {listen: \"[::1]:9090\", x: [a}\n", `c.yaml:2: ',' or ']' must be specified
+   1 | listen: 127.0.0.1:8080
+>  2 | admin: {listen: "[::1]:9090", x: [a}
+                                          ^`},
 	} {
 		if _, err := Parse("c.yaml", []byte(c.src), noEnv); err == nil || err.Error() != c.want {
 			t.Errorf("got:\n%v\nwant:\n%s", err, c.want)
