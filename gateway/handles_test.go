@@ -159,7 +159,7 @@ func TestExecutionIDsRouteAcrossReplicas(t *testing.T) {
 // goes at once.
 func TestPinDroppedWhenTheBackendClosesTheHandles(t *testing.T) {
 	e := start(t, func(y string) string {
-		return strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, handlesIdleTimeout: 300ms}", 1)
+		return strings.Replace(y, "local: {poolSize: 1, queue: 8}", "local: {poolSize: 1, queue: 8, handlesIdleTimeout: 1s}", 1)
 	})
 	ex := e.mustDial(t, "/v1/executor", "acme")
 	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => (req) => new Response('ok')", RetainHandles: true})

@@ -12,14 +12,9 @@ import (
 // with the executionId, whatever closed the handles: here the idle bound
 // and CloseHandles.
 func TestHandlesClosedHookFires(t *testing.T) {
-	ex, err := New(Options{PoolSize: 1, HandlesIdleTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	grant := func(closed chan string) string {
+	grant := func(ex *Executor, closed chan string) string {
 		t.Helper()
 		res, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{
 			Code:          "async () => (req) => new Response('ok')",
@@ -31,10 +26,13 @@ func TestHandlesClosedHookFires(t *testing.T) {
 		return res.ExecutionID
 	}
 	idle := make(chan string, 2)
-	id := grant(idle)
+	short := newPool(t, Options{PoolSize: 1, HandlesIdleTimeout: 300 * time.Millisecond})
+	id := grant(short, idle)
 	expectHook(t, idle, id, "the idle bound")
+	// CloseHandles on an executor whose idle bound cannot come first.
+	ex := newPool(t, Options{PoolSize: 1})
 	closed := make(chan string, 2)
-	id = grant(closed)
+	id = grant(ex, closed)
 	if err := ex.CloseHandles(ctx, id); err != nil {
 		t.Fatal(err)
 	}

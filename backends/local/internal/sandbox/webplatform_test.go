@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -14,10 +15,14 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-type slowStub struct{ fakeHost }
+// slowStub answers every stub-mode request after delay (300 ms when 0).
+type slowStub struct {
+	fakeHost
+	delay time.Duration
+}
 
 func (h *slowStub) Outbound(ctx context.Context, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(cmp.Or(h.delay, 300*time.Millisecond))
 	return protocol.OutboundResponse{Status: 200, Body: []byte("slow " + req.URL)}, nil
 }
 
@@ -38,14 +43,17 @@ func TestWebPlatformContractExample(t *testing.T) {
 func TestWebPlatformStubStopsTheClock(t *testing.T) {
 	j := job(`async () => (await fetch('https://x/a')).text()`)
 	j.OutboundMode = protocol.OutboundStub
-	j.TimeoutMs = 100
-	res := runJob(t, j, &slowStub{})
+	// The bound leaves a busy machine room for the run's own work; the
+	// stub's wait alone is past it.
+	j.TimeoutMs = 1000
+	stub := &slowStub{delay: 1500 * time.Millisecond}
+	res := runJob(t, j, stub)
 	if res.HasError || res.ResultJSON != `"slow https://x/a"` {
 		t.Fatalf("%+v", res)
 	}
 	j.CountHostWaits = true
-	res = runJob(t, j, &slowStub{})
-	wantError(t, res, protocol.NewExecutionTimeoutError(100).Error())
+	res = runJob(t, j, stub)
+	wantError(t, res, protocol.NewExecutionTimeoutError(1000).Error())
 }
 
 func TestWebPlatformNativeSpendsTheBound(t *testing.T) {
