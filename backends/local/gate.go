@@ -37,7 +37,7 @@ type cpuGate struct {
 	holding bool
 	holder  uint64        // 0: the worker's own work
 	start   uint64        // allocated bytes when the slice began
-	mark    uint64        // allocated bytes when the slice was last accounted
+	mark    heapReading   // the heap when the slice was last accounted
 	cycles  uint64        // collections seen
 	cpuAt   time.Duration // the process's CPU time when the slice began
 	timer   *time.Timer
@@ -133,8 +133,8 @@ func (g *cpuGate) enter(ctx context.Context, run uint64, left time.Duration) boo
 	}
 	g.mu.Lock()
 	g.holding, g.holder = true, run
-	a := readAllocs()
-	g.start, g.mark = a, a
+	g.mark = readHeap()
+	g.start = g.mark.allocs
 	g.cpuAt = processCPU()
 	if r := g.runs[run]; r != nil && r.overLimit {
 		// Already cancelled for its memory: it must stop now.
@@ -183,51 +183,60 @@ func (g *cpuGate) tick() {
 	g.timer.Reset(heapPoll)
 }
 
-// account charges what the holder allocated since the last look, applies
-// a collection that happened meanwhile, and when the holder's estimate is
-// past its limit confirms it with a collection of its own before
-// cancelling it. More than the whole limit allocated since the last look
-// (a millisecond, or one slice) is one huge allocation, live as it is
-// made: no program reaches that rate with garbage, so it is cancelled at
-// once, without waiting for a collection that a native call filling the
-// allocation would hold up. It returns the allocation counter. g.mu is
-// held.
+// account charges what the holder allocated since the last look and
+// applies a collection that happened meanwhile. When a run's estimate is
+// then past its limit, it confirms with a collection of its own before
+// cancelling: an estimate counts garbage, and programs that churn large
+// buffers allocate more than their whole limit between two looks. It
+// returns the allocation counter. g.mu is held.
 func (g *cpuGate) account() uint64 {
 	h := readHeap()
-	delta := g.absorb(h)
-	r := g.runs[g.holder]
-	if g.holder == 0 || r == nil || r.overLimit {
-		return h.allocs
-	}
-	limit := int64(r.limitMB) << 20
-	if int64(delta) > limit {
+	largest := g.mark.largestSince(h)
+	g.absorb(h, 0)
+	if r := g.runs[g.holder]; g.holder != 0 && r != nil && !r.overLimit && largest > uint64(r.limitMB)<<20 {
+		// One allocation larger than the whole limit is past it as it
+		// is made, whatever a collection would find later.
 		g.cancelLocked(g.holder, r)
 		return h.allocs
 	}
-	if g.ledger.estimate(g.holder) <= limit {
+	if !g.anyOver() {
 		return h.allocs
 	}
+	before := h.allocs
 	runtime.GC()
 	h = readHeap()
-	g.absorb(h) // the collection just made reconciles the ledger
+	// What the program allocated while the collection marked is counted
+	// live by it (allocated black) though much of it is garbage already:
+	// discounting it keeps churn from reading as growth. Real growth is
+	// seen at the next confirmation, one collection later.
+	g.absorb(h, h.allocs-before)
+	g.cancelOver()
 	return h.allocs
 }
 
 // absorb charges the holder with what was allocated since the last
 // reading, and when a collection completed meanwhile reconciles the ledger
-// with the live heap it found, cancels the runs past their limit and
-// retunes the GC. It returns the bytes charged. g.mu is held.
-func (g *cpuGate) absorb(h heapReading) uint64 {
-	delta := h.allocs - g.mark
-	g.ledger.charge(g.holder, int64(delta))
-	g.mark = h.allocs
+// with the live heap it found, less blackened bytes it may count though
+// they are garbage, and retunes the GC. g.mu is held.
+func (g *cpuGate) absorb(h heapReading, blackened uint64) {
+	g.ledger.charge(g.holder, int64(h.allocs-g.mark.allocs))
+	g.mark = h
 	if h.cycles != g.cycles {
 		g.cycles = h.cycles
-		g.ledger.correct(int64(h.live))
-		g.cancelOver()
+		g.ledger.correct(int64(h.live - min(blackened, h.live)))
 		g.retuneGC(h.live)
 	}
-	return delta
+}
+
+// anyOver reports whether a run not yet cancelled is estimated past its
+// limit. g.mu is held.
+func (g *cpuGate) anyOver() bool {
+	for _, id := range g.ledger.over() {
+		if r := g.runs[id]; r != nil && !r.overLimit {
+			return true
+		}
+	}
+	return false
 }
 
 // retuneGC moves the GC percentage to what the live heap calls for, when
@@ -266,9 +275,22 @@ func (g *cpuGate) cancelLocked(id uint64, r *gatedRun) {
 
 // heapReading is what the watchdog reads of the Go heap.
 type heapReading struct {
-	allocs uint64 // bytes ever allocated
-	cycles uint64 // collections completed
-	live   uint64 // bytes the last collection found live
+	allocs       uint64 // bytes ever allocated
+	cycles       uint64 // collections completed
+	live         uint64 // bytes the last collection found live
+	large        uint64 // bytes ever allocated in objects past the size classes
+	largeObjects uint64 // how many such objects
+}
+
+// largestSince is a lower bound on the largest single allocation made
+// between h0 and h: the mean size of the large objects allocated, which
+// the largest of them reaches at least.
+func (h0 heapReading) largestSince(h heapReading) uint64 {
+	n := h.largeObjects - h0.largeObjects
+	if n == 0 {
+		return 0
+	}
+	return (h.large - h0.large) / n
 }
 
 var (
@@ -277,25 +299,28 @@ var (
 		{Name: "/gc/heap/allocs:bytes"},
 		{Name: "/gc/cycles/total:gc-cycles"},
 		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/heap/allocs-by-size:bytes"},
 	}
 )
 
+// readHeap reads the heap. The runtime counts large objects in the last
+// bucket of the allocations-by-size histogram and the others in one
+// bucket per size class, whose exact size is the bucket's upper bound
+// less one; the bytes in large objects are what the others leave of the
+// total.
 func readHeap() heapReading {
 	heapMu.Lock()
 	defer heapMu.Unlock()
 	metrics.Read(heapSamples)
-	return heapReading{allocs: heapSamples[0].Value.Uint64(), cycles: heapSamples[1].Value.Uint64(), live: heapSamples[2].Value.Uint64()}
-}
-
-var allocSample = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-
-// readAllocs is the allocation counter alone, cheaper than readHeap: what
-// a slice's start needs.
-func readAllocs() uint64 {
-	heapMu.Lock()
-	defer heapMu.Unlock()
-	metrics.Read(allocSample)
-	return allocSample[0].Value.Uint64()
+	h := heapReading{allocs: heapSamples[0].Value.Uint64(), cycles: heapSamples[1].Value.Uint64(), live: heapSamples[2].Value.Uint64()}
+	bySize := heapSamples[3].Value.Float64Histogram()
+	last := len(bySize.Counts) - 1
+	var small uint64
+	for i, n := range bySize.Counts[:last] {
+		small += n * (uint64(bySize.Buckets[i+1]) - 1)
+	}
+	h.large, h.largeObjects = h.allocs-small, bySize.Counts[last]
+	return h
 }
 
 // heapLive is the heap the last collection found live.

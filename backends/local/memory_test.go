@@ -118,3 +118,32 @@ func TestWithinLimitRunsSucceed(t *testing.T) {
 		t.Fatalf("runs inside the limit replaced the worker: %+v", s)
 	}
 }
+
+// Garbage is not growth, however fast it comes: real JavaScript that
+// discards buffers of a quarter and of half its limit, more than the whole
+// limit between two of the watchdog's looks, finishes; keeping them, or
+// making one buffer past the limit, fails with the memory text, and only
+// the watchdog acts.
+func TestGarbageChurnIsNotGrowth(t *testing.T) {
+	e := newPool(t, Options{PoolSize: 1, MemoryLimitMB: 32, RSSHeadroomMB: 2048, AddressSpaceHeadroomMB: 8192})
+	for i, c := range []struct{ code, want string }{
+		{"async () => { let n = 0; for (let i = 0; i < 200; i++) n += new Uint8Array(8 << 20).length; return n }", "1677721600"},
+		{"async () => { let n = 0; for (let i = 0; i < 100; i++) n += new Uint8Array(16 << 20).length; return n }", "1677721600"},
+		{"async () => { const keep = []; for (let i = 0; i < 200; i++) keep.push(new Uint8Array(8 << 20)); return keep.length }", ""},
+		{"async () => new Uint8Array(48 << 20).length", ""},
+	} {
+		res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: c.code, Timeout: protocol.TimeoutOf(60000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.want != "" && (res.HasError || res.ResultJSON != c.want) {
+			t.Errorf("%s: got %q (%q), want %s", c.code, res.ResultJSON, res.Error, c.want)
+		}
+		if c.want == "" && (res.Error != memoryText(32) || res.Failure != protocol.FailureMemory) {
+			t.Errorf("%s: got %q (%q), want the memory text", c.code, res.ResultJSON, res.Error)
+		}
+		if s := e.Stats(); s.HeapLimits != int64(max(0, i-1)) || s.RSSKills != 0 || s.OutOfMemory != 0 {
+			t.Errorf("%s: the wrong layer acted: %+v", c.code, s)
+		}
+	}
+}
