@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -21,7 +20,7 @@ const ExecutorServerBackend = "local"
 // its local backend, with each execution logged and counted the way a
 // gateway logs and counts its own, and an admin listener of its own.
 type ExecutorServer struct {
-	exec       *local.Executor
+	exec       PooledExecutor
 	log        *slog.Logger
 	reg        *prometheus.Registry
 	executions *prometheus.CounterVec
@@ -30,9 +29,17 @@ type ExecutorServer struct {
 	stopping   atomic.Bool
 }
 
+// PooledExecutor is what an executor server serves: an executor that takes
+// policy beside each request and reports its worker pool, as the local
+// backend does.
+type PooledExecutor interface {
+	protocol.PolicyExecutor
+	poolReporter
+}
+
 // NewExecutorServer observes exec; closing the server closes exec. version
 // is the build's, for codemode_build_info.
-func NewExecutorServer(exec *local.Executor, log *slog.Logger, version string) *ExecutorServer {
+func NewExecutorServer(exec PooledExecutor, log *slog.Logger, version string) *ExecutorServer {
 	s := &ExecutorServer{exec: exec, log: log, reg: prometheus.NewRegistry(),
 		executions: executionsCounter("backend", "outcome"),
 		wall:       wallHistogram("backend"),
