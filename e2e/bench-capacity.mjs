@@ -14,7 +14,10 @@
 //   b. 1,000 executions parked at once on a tool call, and the RSS of the
 //      server's process tree before and while they are parked;
 //   c. fairness on the gateway: tenant A's `async () => 1`, one at a time,
-//      alone and while tenant B floods in four ways.
+//      alone and while tenant B floods in four ways;
+//   d. what a 128 MB memory limit holds: for five shapes of data, the most
+//      values one run keeps before it gets the memory text, on the gateway
+//      and on isolated-vm (node:vm has no limit).
 //
 // Environment (all optional):
 //   BENCH_DURATION_MS  each caller's loop in step a (5000)
@@ -23,7 +26,7 @@
 //                      stops once BENCH_STALL_MS (10000) pass with no new
 //                      tool call after the first
 //   BENCH_FAIR_MS      tenant A's window per fairness scenario (3000)
-//   BENCH_STEPS        which steps to run, e.g. "a,b" (a,b,c)
+//   BENCH_STEPS        which steps to run, e.g. "a,b" (a,b,c,d)
 //   BENCH_LOCAL        a YAML/JSON flow mapping merged into every gateway
 //                      config's `local:` (its keys win), e.g.
 //                      BENCH_LOCAL='{poolSize: 8}', so a redesigned local
@@ -33,8 +36,10 @@
 //
 // Exit status 1 when a run is invalid: any wrong answer, a fault in steps a
 // or b, an execution of step b that never completed, a peer that could not
-// park them all, or a server that failed. Goals the gateway misses are reported, not failed: this script
-// measures the gateway before and after its redesign alike.
+// park them all, a step-d program that answered anything but its count or
+// the memory text, or a server that failed. Goals the gateway misses are
+// reported, not failed: this script measures the gateway before and after
+// its redesign alike.
 import { spawn, execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
@@ -54,7 +59,7 @@ const PARKED = num('BENCH_PARKED', 1000)
 const PARK_MS = num('BENCH_PARK_MS', 60000)
 const STALL_MS = num('BENCH_STALL_MS', 10000)
 const FAIR_MS = num('BENCH_FAIR_MS', 3000)
-const STEPS = new Set((process.env.BENCH_STEPS ?? 'a,b,c').split(',').map((s) => s.trim()))
+const STEPS = new Set((process.env.BENCH_STEPS ?? 'a,b,c,d').split(',').map((s) => s.trim()))
 
 const results = { when: new Date().toISOString(), node: process.version, steps: {} }
 const invalid = [] // reasons the run's figures cannot be trusted
@@ -709,6 +714,116 @@ async function floodChild(name, url, key) {
   process.exit(0)
 }
 
+// ---- d. what a memory limit holds -------------------------------------------------------------
+
+// Each program keeps n values of one shape live and returns how many it
+// kept; the last one parses records from JSON text it built, as a program
+// does with a tool's answer.
+const HOLD_MB = 128
+const HOLD = [
+  ['small object `{i, s}`', (n) => `async () => { const k = []; for (let i = 0; i < ${n}; i++) k.push({ i, s: 'abc' }); return k.length }`],
+  ['number in an array', (n) => `async () => { const k = []; for (let i = 0; i < ${n}; i++) k.push(i * 1.5); return k.length }`],
+  ["short string (`'item-' + i`)", (n) => `async () => { const k = []; for (let i = 0; i < ${n}; i++) k.push('item-' + i); return k.length }`],
+  ['Map entry, number to number', (n) => `async () => { const m = new Map(); for (let i = 0; i < ${n}; i++) m.set(i, i); return m.size }`],
+  ['record parsed from JSON', (n) => `async () => { const text = JSON.stringify(Array.from({ length: ${n} }, (_, i) => ({ id: i, name: 'n' + i, ok: true }))); return JSON.parse(text).length }`],
+]
+const holdMemoryText = `Execution ran out of memory at its ${HOLD_MB} MB limit. Work through the data in smaller pieces and keep only what you return.`
+
+// mostHeld finds the largest n whose program returns n rather than the
+// memory text: doubling from 16,384, then halving the gap until the
+// failing n is within 10 % of the held one. A server whose process died
+// under a program (V8 ends the whole process on some heap exhaustions
+// rather than disposing the isolate) did not hold it: the death is
+// counted and the server restarted. Any other answer ends the search and
+// is returned as its failure.
+async function mostHeld(conn, program) {
+  let deaths = 0
+  const held = async (n) => {
+    let r
+    try {
+      r = await conn.client.execute({ code: program(n), timeout: 30000 })
+    } catch (err) {
+      if (await conn.alive()) throw new Error(`thrown: ${err?.message ?? err}`)
+      deaths++
+      await conn.restart()
+      return false
+    }
+    if (r.error === undefined && r.result === n) return true
+    if (r.error === holdMemoryText) return false
+    throw new Error(r.error ?? `returned ${JSON.stringify(r.result)} for ${n}`)
+  }
+  let lo = 0
+  let hi = 0
+  try {
+    for (let n = 16384; hi === 0; n *= 2) {
+      if (n > 2 ** 28) return { lo, deaths, failure: `still held ${lo}` }
+      if (await held(n)) lo = n
+      else hi = n
+    }
+    while (hi > lo * 1.1) {
+      const mid = Math.round(Math.sqrt(Math.max(lo, 1) * hi))
+      if (await held(mid)) lo = mid
+      else hi = mid
+    }
+  } catch (err) {
+    return { lo, deaths, failure: err.message }
+  }
+  return { lo, hi, deaths }
+}
+
+// connection is one client of a server that restart replaces, server and
+// all, once its process died.
+async function connection(s) {
+  const conn = {}
+  conn.restart = async () => {
+    await conn.server?.stop()
+    conn.server = await s.start({})
+    conn.client = (await connectMany(conn.server, 1))[0]
+  }
+  // alive: a dying process closes its connections before it exits, so it
+  // is given 5 s to be gone.
+  conn.alive = async () => {
+    for (const end = now() + 5000; now() < end; await sleep(50)) {
+      try {
+        process.kill(conn.server.pid, 0)
+      } catch {
+        return false
+      }
+    }
+    return true
+  }
+  await conn.restart()
+  return conn
+}
+
+async function stepMemoryHolds() {
+  console.log(`## d. What a ${HOLD_MB} MB memory limit holds\n\nFor each shape, the most values one run keeps live and returns the count of, ` +
+    'before its answer is the memory text (within 10 %). The gateway runs them on goja under its default limit; the peer on V8 in an isolate ' +
+    `with \`memoryLimit: ${HOLD_MB}\` (capnweb + node:vm has no limit). Bytes per value is the limit over that count, a run's other ` +
+    'memory (its runtime, the array\'s growth) included. "Process deaths" counts the programs that ended the server\'s whole process ' +
+    'instead of one run; the server was restarted after each.\n')
+  const measured = servers.filter((s) => s.gateway || s.name.includes('isolated-vm'))
+  const rows = HOLD.map(([shape]) => ({ shape, held: [] }))
+  for (const s of measured) {
+    const conn = await connection(s)
+    try {
+      for (const [i, [, program]] of HOLD.entries()) {
+        const r = await mostHeld(conn, program)
+        rows[i].held.push(r)
+        if (r.failure) invalid.push(`d: ${s.name}: ${rows[i].shape}: ${r.failure}`)
+      }
+      await disposeAll([conn.client])
+    } finally {
+      await conn.server.stop()
+    }
+  }
+  const count = (h) => (h.failure ? NaN : h.lo)
+  table(['shape', ...measured.flatMap((s) => [`${s.name}: values held`, 'bytes per value', 'process deaths']), 'gateway ÷ isolated-vm, values held'],
+    rows.map((r) => [r.shape, ...r.held.flatMap((h) => [Number.isNaN(count(h)) ? '–' : h.lo.toLocaleString('en-US'), fix((HOLD_MB * 2 ** 20) / count(h), 0), h.deaths]),
+      fix(count(r.held[0]) / count(r.held[1]))]))
+  results.steps.memoryHolds = { limitMB: HOLD_MB, servers: measured.map((s) => s.name), rows }
+}
+
 // ---- the run -----------------------------------------------------------------------------------
 
 if (process.argv[2] === '--flood') {
@@ -727,6 +842,7 @@ try {
   if (STEPS.has('a')) await stepToolWait()
   if (STEPS.has('b')) await stepParked()
   if (STEPS.has('c')) await stepFairness()
+  if (STEPS.has('d')) await stepMemoryHolds()
 } catch (err) {
   invalid.push(`the run failed: ${err?.stack ?? err}`)
 } finally {
