@@ -199,7 +199,7 @@ func (g *cpuGate) account() uint64 {
 		g.cancelLocked(g.holder, r)
 		return h.allocs
 	}
-	if !g.anyOver() {
+	if len(g.overAndLive()) == 0 {
 		return h.allocs
 	}
 	before := h.allocs
@@ -228,15 +228,16 @@ func (g *cpuGate) absorb(h heapReading, blackened uint64) {
 	}
 }
 
-// anyOver reports whether a run not yet cancelled is estimated past its
-// limit. g.mu is held.
-func (g *cpuGate) anyOver() bool {
+// overAndLive lists the runs estimated past their limit that the watchdog
+// has not cancelled yet. g.mu is held.
+func (g *cpuGate) overAndLive() []uint64 {
+	var out []uint64
 	for _, id := range g.ledger.over() {
 		if r := g.runs[id]; r != nil && !r.overLimit {
-			return true
+			out = append(out, id)
 		}
 	}
-	return false
+	return out
 }
 
 // retuneGC moves the GC percentage to what the live heap calls for, when
@@ -255,10 +256,8 @@ func (g *cpuGate) retuneGC(live uint64) {
 // cancelOver ends every run whose estimate is past its limit with the
 // memory text. g.mu is held.
 func (g *cpuGate) cancelOver() {
-	for _, id := range g.ledger.over() {
-		if r := g.runs[id]; r != nil && !r.overLimit {
-			g.cancelLocked(id, r)
-		}
+	for _, id := range g.overAndLive() {
+		g.cancelLocked(id, g.runs[id])
 	}
 }
 
