@@ -83,7 +83,7 @@ function start(cmd, args, what) {
       if (m) {
         clearTimeout(timer)
         buf = ''
-        resolve({ url: m[1].replace(/^http/, 'ws').replace(/\/$/, ''), pid: child.pid, stop: () => stop(child) })
+        resolve({ url: m[1].replace(/^http/, 'ws').replace(/\/$/, ''), pid: child.pid, stop: () => stop(child), exited: () => hasExited(child) })
       }
     })
     child.on('exit', (code, signal) => {
@@ -97,8 +97,10 @@ function start(cmd, args, what) {
   })
 }
 
+const hasExited = (child) => child.exitCode !== null || child.signalCode !== null
+
 function stop(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  if (hasExited(child)) return Promise.resolve()
   const exited = new Promise((resolve) => child.once('exit', resolve))
   try {
     process.kill(-child.pid, 'SIGKILL')
@@ -743,7 +745,10 @@ async function mostHeld(conn, program) {
     try {
       r = await conn.client.execute({ code: program(n), timeout: 30000 })
     } catch (err) {
-      if (await conn.alive()) throw new Error(`thrown: ${err?.message ?? err}`)
+      // A dying process closes its connections before it exits, so it
+      // is given 5 s to be gone.
+      await waitFor(conn.server.exited, 5000)
+      if (!conn.server.exited()) throw new Error(`thrown: ${err?.message ?? err}`)
       deaths++
       await conn.restart()
       return false
@@ -779,18 +784,6 @@ async function connection(s) {
     await conn.server?.stop()
     conn.server = await s.start({})
     conn.client = (await connectMany(conn.server, 1))[0]
-  }
-  // alive: a dying process closes its connections before it exits, so it
-  // is given 5 s to be gone.
-  conn.alive = async () => {
-    for (const end = now() + 5000; now() < end; await sleep(50)) {
-      try {
-        process.kill(conn.server.pid, 0)
-      } catch {
-        return false
-      }
-    }
-    return true
   }
   await conn.restart()
   return conn
