@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -19,7 +20,7 @@ const heapPoll = time.Millisecond
 // cpuGate lets one run of a worker execute JavaScript at a time (it
 // implements sandbox.Gate through each run's host), so that what the
 // process spends while a run holds it is that run's: the heap it allocates
-// is charged to it in a memLedger, and the shared gatePage tells the parent
+// is charged to it in a memLedger, and the shared wire.Page tells the parent
 // which run to blame when the process must die. It is also the per-run
 // memory watchdog: while a run holds the gate it checks every heapPoll that
 // the run's estimate stays inside its limit, confirms an estimate past it
@@ -29,7 +30,7 @@ const heapPoll = time.Millisecond
 // Waiting runs enter in the order they came (a channel's waiters queue).
 type cpuGate struct {
 	sem  chan struct{} // one token: the right to execute JavaScript
-	page *gatePage
+	page *wire.Page
 
 	mu      sync.Mutex
 	ledger  *memLedger
@@ -56,7 +57,7 @@ type gatedRun struct {
 	cpu       time.Duration // the process's CPU time while it held the gate
 }
 
-func newCPUGate(page *gatePage, base int64) *cpuGate {
+func newCPUGate(page *wire.Page, base int64) *cpuGate {
 	g := &cpuGate{
 		sem:    make(chan struct{}, 1),
 		page:   page,
@@ -125,9 +126,9 @@ func (g *cpuGate) enter(ctx context.Context, run uint64, left time.Duration) boo
 	case <-ctx.Done():
 		return false
 	}
-	now := monoNow()
+	now := wire.MonoNow()
 	var deadline int64
-	bound := boundTime
+	bound := wire.BoundTime
 	if left > 0 {
 		deadline = now + int64(left)
 	}
@@ -138,7 +139,7 @@ func (g *cpuGate) enter(ctx context.Context, run uint64, left time.Duration) boo
 	g.cpuAt = processCPU()
 	if r := g.runs[run]; r != nil && r.overLimit {
 		// Already cancelled for its memory: it must stop now.
-		deadline, bound = now, boundMemory
+		deadline, bound = now, wire.BoundMemory
 	}
 	if !g.armed {
 		g.armed = true
@@ -149,7 +150,7 @@ func (g *cpuGate) enter(ctx context.Context, run uint64, left time.Duration) boo
 		}
 	}
 	g.mu.Unlock()
-	g.page.set(run, deadline, bound)
+	g.page.Set(run, deadline, bound)
 	return true
 }
 
@@ -165,7 +166,7 @@ func (g *cpuGate) leave() int64 {
 	g.mu.Unlock()
 	// The page is cleared before the token goes, so that the next holder's
 	// entry is never overwritten by this one's exit.
-	g.page.set(0, 0, boundTime)
+	g.page.Set(0, 0, wire.BoundTime)
 	<-g.sem
 	return spent
 }
@@ -268,7 +269,7 @@ func (g *cpuGate) cancelLocked(id uint64, r *gatedRun) {
 	if g.holding && g.holder == id {
 		// Its deadline is now: past the grace the parent stops the
 		// process if Go code the interrupt cannot reach keeps it here.
-		g.page.set(id, monoNow(), boundMemory)
+		g.page.Set(id, wire.MonoNow(), wire.BoundMemory)
 	}
 }
 

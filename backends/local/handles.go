@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -25,11 +26,11 @@ type held struct {
 	done    chan struct{}  // closed once the session is gone and its place freed
 
 	// The worker's watcher talks to the holder through these.
-	cur     atomic.Uint64 // the id of the invocation at the worker; 0: none
-	answers chan *message // buffered: the answer of cur
-	gone    chan struct{} // closed when the session ended in the worker
-	bound   error         // the bound it ended with, nil when released; set before gone closes
-	endErr  error         // the fault an invocation in flight meets at a death
+	cur     atomic.Uint64      // the id of the invocation at the worker; 0: none
+	answers chan *wire.Message // buffered: the answer of cur
+	gone    chan struct{}      // closed when the session ended in the worker
+	bound   error              // the bound it ended with, nil when released; set before gone closes
+	endErr  error              // the fault an invocation in flight meets at a death
 
 	// Guarded by e.mu.
 	closing bool  // CloseHandles was called
@@ -69,7 +70,7 @@ func (e *Executor) hold(r *run, res *protocol.ExecuteResult) bool {
 		invokes: make(chan *heldCall),
 		closeCh: make(chan struct{}),
 		done:    make(chan struct{}),
-		answers: make(chan *message, 1),
+		answers: make(chan *wire.Message, 1),
 		gone:    make(chan struct{}),
 	}
 	e.mu.Lock()
@@ -204,7 +205,7 @@ func (h *held) closedError() error {
 
 // answer takes the worker's answer to the invocation in flight (the
 // watcher calls it); false when no invocation with that id is in flight.
-func (h *held) answer(m *message) bool {
+func (h *held) answer(m *wire.Message) bool {
 	if m.ID == 0 || !h.cur.CompareAndSwap(m.ID, 0) || (!m.Ended && !m.HasErr && m.OutboundResponse == nil) {
 		return false
 	}
@@ -266,10 +267,10 @@ func (h *held) run() {
 			seq++
 			h.cur.Store(seq)
 			req := c.req
-			if err := r.w.p.send(&message{Kind: kindInvoke, Run: r.id, ID: seq, OutboundRequest: &req}); err != nil {
+			if err := r.w.p.send(&wire.Message{Kind: wire.KindInvoke, Run: r.id, ID: seq, OutboundRequest: &req}); err != nil {
 				h.cur.Store(0)
-				if big, ok := err.(*frameTooLargeError); ok {
-					c.reply <- heldAnswer{err: protocol.NewDeliveryTooLargeError(protocol.DeliveryHandleRequest, big.size, big.max)}
+				if big, ok := err.(*wire.FrameTooLargeError); ok {
+					c.reply <- heldAnswer{err: protocol.NewDeliveryTooLargeError(protocol.DeliveryHandleRequest, big.Size, big.Max)}
 					idle.Reset(e.opts.HandlesIdleTimeout)
 					continue
 				}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -28,14 +29,14 @@ func TestBrokenRunIsAnInternalFault(t *testing.T) {
 // of it ran.
 func TestJobTooLargeForTheWorkerIsACodedFault(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1})
-	big := strings.Repeat("x", maxParentFrame)
+	big := strings.Repeat("x", wire.MaxParentFrame)
 	res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: "pid", Modules: protocol.ModuleMap{"big": {Kind: protocol.KindText, Source: big}}})
 	if res != nil || protocol.CodeOf(err) != protocol.CodeInternal {
 		t.Fatalf("got %+v, %v; want an INTERNAL fault", res, err)
 	}
 	var de *protocol.DeliveryTooLargeError
-	if !errors.As(err, &de) || de.Part != protocol.DeliveryExecution || de.Limit != maxParentFrame || de.Size <= maxParentFrame ||
-		err.Error() != protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, de.Size, maxParentFrame).Error() {
+	if !errors.As(err, &de) || de.Part != protocol.DeliveryExecution || de.Limit != wire.MaxParentFrame || de.Size <= wire.MaxParentFrame ||
+		err.Error() != protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, de.Size, wire.MaxParentFrame).Error() {
 		t.Fatalf("got %v, want DeliveryTooLargeError for the execution", err)
 	}
 	expectScripted(t, e)

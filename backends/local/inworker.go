@@ -14,19 +14,12 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // This file is what runs inside a worker process: the frame loop, the runs
 // it hosts, and the memory layers that live in the process.
-
-// workerEnv marks a process started by the pool as a worker. An environment
-// variable rather than an argument, so that any main (a test binary with its
-// own flags included) can serve as the worker command.
-const (
-	workerEnv      = "CODEMODE_LOCAL_WORKER"
-	workerEnvValue = "v2"
-)
 
 // Worker exit codes, for the parent's diagnostics.
 const (
@@ -52,11 +45,11 @@ var workerRun runFunc
 // that embeds this package calls it first, before flags or logging are set
 // up, so that the re-executed binary becomes a worker and nothing else.
 func RunWorkerIfRequested() {
-	if os.Getenv(workerEnv) != workerEnvValue {
+	if os.Getenv(wire.WorkerEnv) != wire.WorkerEnvValue {
 		return
 	}
 	in, out := os.Stdin, claimStdout()
-	os.Exit(serveWorkerWith(in, out, workerRun, openGatePage()))
+	os.Exit(serveWorkerWith(in, out, workerRun, wire.OpenPage()))
 }
 
 // preparedStock is how many runtimes a worker keeps built ahead of its
@@ -66,8 +59,8 @@ const preparedStock = 2
 
 // workerServer is the worker's side of the pipe.
 type workerServer struct {
-	wmu sync.Mutex  // one frame at a time on out
-	out frameWriter // guarded by wmu
+	wmu sync.Mutex   // one frame at a time on out
+	out *wire.Writer // guarded by wmu
 
 	run       runFunc // nil: the sandbox
 	limitMB   int     // a run's memory limit unless its job sets a lower one
@@ -78,7 +71,7 @@ type workerServer struct {
 	nextID uint64
 	// pending are the host calls waiting for their answers: each entry
 	// takes the answer frame, once; whoever removes it owns the call.
-	pending map[uint64]func(*message)
+	pending map[uint64]func(*wire.Message)
 	runs    map[uint64]*hostedRun
 
 	// prepared holds runtimes built ahead of the jobs that will use them.
@@ -95,7 +88,7 @@ type hostedRun struct {
 	// handles); nil otherwise. The parent sends one invocation at a time
 	// and waits for its answer, so invokes holds one: a second waiting is
 	// a parent that broke the protocol.
-	invokes chan *message
+	invokes chan *wire.Message
 	release chan struct{}
 	once    sync.Once
 	// kept is the retained session once granted, so that a release ends
@@ -109,16 +102,16 @@ func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
 }
 
 // serveWorkerWith runs the worker protocol and returns the exit code.
-func serveWorkerWith(in io.Reader, out io.Writer, run runFunc, page *gatePage) int {
-	s := &workerServer{out: frameWriter{w: out}, run: run,
-		pending: map[uint64]func(*message){}, runs: map[uint64]*hostedRun{}}
-	fr := frameReader{r: bufio.NewReaderSize(in, 64<<10)}
-	m, err := fr.read(maxParentFrame)
-	if err != nil || m.Kind != kindInit || m.Init == nil {
+func serveWorkerWith(in io.Reader, out io.Writer, run runFunc, page *wire.Page) int {
+	s := &workerServer{out: wire.NewWriter(out), run: run,
+		pending: map[uint64]func(*wire.Message){}, runs: map[uint64]*hostedRun{}}
+	fr := wire.NewReader(bufio.NewReaderSize(in, 64<<10))
+	m, err := fr.Read(wire.MaxParentFrame)
+	if err != nil || m.Kind != wire.KindInit || m.Init == nil {
 		return exitBadFrame
 	}
 	ready := s.applyLimits(*m.Init, page)
-	if s.send(&message{Kind: kindReady, Ready: &ready}) != nil {
+	if s.send(&wire.Message{Kind: wire.KindReady, Ready: &ready}) != nil {
 		return exitWriteFail
 	}
 	if run == nil {
@@ -130,7 +123,7 @@ func serveWorkerWith(in io.Reader, out io.Writer, run runFunc, page *gatePage) i
 		}()
 	}
 	for {
-		m, err := fr.read(maxParentFrame)
+		m, err := fr.Read(wire.MaxParentFrame)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return exitParentGone
@@ -145,16 +138,16 @@ func serveWorkerWith(in io.Reader, out io.Writer, run runFunc, page *gatePage) i
 
 // handle acts on one frame from the parent; false means the parent broke
 // the protocol.
-func (s *workerServer) handle(m *message) bool {
+func (s *workerServer) handle(m *wire.Message) bool {
 	switch m.Kind {
-	case kindJob:
+	case wire.KindJob:
 		if m.Job == nil || m.Run == 0 {
 			return false
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
 		r := &hostedRun{id: m.Run, cancel: cancel}
 		if m.Job.RetainHandles && s.run == nil {
-			r.invokes = make(chan *message, 1)
+			r.invokes = make(chan *wire.Message, 1)
 			r.release = make(chan struct{})
 		}
 		s.mu.Lock()
@@ -172,13 +165,13 @@ func (s *workerServer) handle(m *message) bool {
 		// Start the run on this thread before going back to the pipe (see
 		// the answers below).
 		runtime.Gosched()
-	case kindCancel:
+	case wire.KindCancel:
 		// A run that already ended is no longer here: the cancel crossed
 		// its result in the pipe.
 		if r := s.find(m.Run); r != nil {
 			r.cancel(context.Canceled)
 		}
-	case kindInvoke:
+	case wire.KindInvoke:
 		r := s.find(m.Run)
 		if r == nil {
 			// The session ended by itself (its ended frame crossed this
@@ -193,7 +186,7 @@ func (s *workerServer) handle(m *message) bool {
 		default:
 			return false
 		}
-	case kindRelease:
+	case wire.KindRelease:
 		if r := s.find(m.Run); r != nil {
 			if r.release == nil {
 				return false
@@ -206,7 +199,7 @@ func (s *workerServer) handle(m *message) bool {
 				}
 			})
 		}
-	case kindDispatchAnswer, kindOutboundAnswer:
+	case wire.KindDispatchAnswer, wire.KindOutboundAnswer:
 		s.mu.Lock()
 		answer := s.pending[m.ID]
 		delete(s.pending, m.ID)
@@ -296,7 +289,7 @@ const workerMaxStackMB = 256
 // worker's memory plus headroom (refuses one huge allocation outright; the
 // runtime then dies with "out of memory", which the parent reports as the
 // memory text of the run that held the gate).
-func (s *workerServer) applyLimits(init initMessage, page *gatePage) readyMessage {
+func (s *workerServer) applyLimits(init wire.Init, page *wire.Page) wire.Ready {
 	s.limitMB = init.MemoryLimitMB
 	workerMB := max(init.WorkerMemoryMB, init.MemoryLimitMB)
 	runtime.GC()
@@ -315,7 +308,7 @@ func (s *workerServer) applyLimits(init initMessage, page *gatePage) readyMessag
 	// using more than the limit and the parent reports the memory text,
 	// whatever the limit.
 	debug.SetMaxStack(int(min(uint64(init.MemoryLimitMB)<<20, workerMaxStackMB<<20)))
-	ready := readyMessage{PID: os.Getpid()}
+	ready := wire.Ready{PID: os.Getpid()}
 	if init.AddressSpaceMB > 0 {
 		ready.RlimitAS = setAddressLimit(worker + uint64(init.AddressSpaceMB)<<20)
 	}
@@ -345,7 +338,7 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		res, kept, err = runSandbox(ctx, rt, job, host)
 	}
 	cpu, peak := s.gate.usage(r.id)
-	ans := &message{Kind: kindResult, Run: r.id, Result: res, CPUNanos: int64(cpu), PeakHeap: peak}
+	ans := &wire.Message{Kind: wire.KindResult, Run: r.id, Result: res, CPUNanos: int64(cpu), PeakHeap: peak}
 	if kept != nil {
 		go s.refill()
 		s.serveRetained(r, kept, ans)
@@ -466,7 +459,7 @@ func (s *workerServer) refill() {
 // its bound, the memory watchdog (then an ended frame carries the memory
 // text), or a release from the parent. Its host stays open throughout, so
 // the handler's stub-mode fetches still cross the pipe.
-func (s *workerServer) serveRetained(r *hostedRun, kept *sandbox.Retained, grant *message) {
+func (s *workerServer) serveRetained(r *hostedRun, kept *sandbox.Retained, grant *wire.Message) {
 	defer kept.Close()
 	r.kept.Store(kept)
 	select {
@@ -483,42 +476,42 @@ func (s *workerServer) serveRetained(r *hostedRun, kept *sandbox.Retained, grant
 		select {
 		case m := <-r.invokes:
 			inv := kept.Invoke(*m.OutboundRequest)
-			ans := &message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended, Failure: inv.Failure, Broken: inv.Broken}
+			ans := &wire.Message{Kind: wire.KindInvokeAnswer, Run: r.id, ID: m.ID, Err: inv.Err, HasErr: inv.HasErr, Ended: inv.Ended, Failure: inv.Failure, Broken: inv.Broken}
 			if !inv.HasErr {
 				ans.OutboundResponse = &inv.Response
 			}
 			if inv.Ended {
 				ans.OverLimit = s.gate.overLimit(r.id)
 			}
-			if err := s.send(ans); errors.Is(err, errFrameTooLarge) {
+			if err := s.send(ans); errors.Is(err, wire.ErrFrameTooLarge) {
 				// An answer inside PayloadLimit always fits a frame: the
 				// executor broke.
-				_ = s.send(&message{Kind: kindInvokeAnswer, Run: r.id, ID: m.ID, HasErr: true, Broken: true})
+				_ = s.send(&wire.Message{Kind: wire.KindInvokeAnswer, Run: r.id, ID: m.ID, HasErr: true, Broken: true})
 			}
 			if inv.Ended {
 				return
 			}
 		case <-kept.Done():
-			_ = s.send(&message{Kind: kindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, Failure: kept.EndFailure(), Broken: kept.Broken(), OverLimit: s.gate.overLimit(r.id)})
+			_ = s.send(&wire.Message{Kind: wire.KindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, Failure: kept.EndFailure(), Broken: kept.Broken(), OverLimit: s.gate.overLimit(r.id)})
 			return
 		case <-r.release:
 			kept.Close()
-			_ = s.send(&message{Kind: kindEnded, Run: r.id, Ended: true})
+			_ = s.send(&wire.Message{Kind: wire.KindEnded, Run: r.id, Ended: true})
 			return
 		}
 	}
 }
 
-func (s *workerServer) send(m *message) error {
+func (s *workerServer) send(m *wire.Message) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.out.write(m, maxWorkerFrame)
+	return s.out.Write(m, wire.MaxWorkerFrame)
 }
 
 // call sends one host call and waits for its answer or for ctx.
-func (s *workerServer) call(ctx context.Context, m *message) (*message, error) {
-	ch := make(chan *message, 1)
-	id, err := s.start(m, func(a *message) { ch <- a })
+func (s *workerServer) call(ctx context.Context, m *wire.Message) (*wire.Message, error) {
+	ch := make(chan *wire.Message, 1)
+	id, err := s.start(m, func(a *wire.Message) { ch <- a })
 	if err != nil {
 		return nil, err
 	}
@@ -533,7 +526,7 @@ func (s *workerServer) call(ctx context.Context, m *message) (*message, error) {
 
 // start sends one host call whose answer frame goes to answer, from the
 // read loop, unless the call is forgotten first.
-func (s *workerServer) start(m *message, answer func(*message)) (uint64, error) {
+func (s *workerServer) start(m *wire.Message, answer func(*wire.Message)) (uint64, error) {
 	s.mu.Lock()
 	s.nextID++
 	m.ID = s.nextID
@@ -602,7 +595,7 @@ func (h *workerHost) Dispatch(ctx context.Context, provider, tool, argsJSON stri
 	if h.finished() {
 		return "", errRunFinished
 	}
-	a, err := h.s.call(ctx, &message{Kind: kindDispatch, Run: h.run, Provider: provider, Tool: tool, Args: argsJSON})
+	a, err := h.s.call(ctx, &wire.Message{Kind: wire.KindDispatch, Run: h.run, Provider: provider, Tool: tool, Args: argsJSON})
 	if err != nil {
 		return "", err
 	}
@@ -622,7 +615,7 @@ func (h *workerHost) DispatchAsync(ctx context.Context, provider, tool, argsJSON
 	var mu sync.Mutex // orders stop's assignment before the answer reads it
 	mu.Lock()
 	defer mu.Unlock()
-	id, err := h.s.start(&message{Kind: kindDispatch, Run: h.run, Provider: provider, Tool: tool, Args: argsJSON}, func(a *message) {
+	id, err := h.s.start(&wire.Message{Kind: wire.KindDispatch, Run: h.run, Provider: provider, Tool: tool, Args: argsJSON}, func(a *wire.Message) {
 		mu.Lock()
 		st := stop
 		mu.Unlock()
@@ -642,8 +635,8 @@ func (h *workerHost) DispatchAsync(ctx context.Context, provider, tool, argsJSON
 	})
 }
 
-func dispatchAnswer(a *message) (string, error) {
-	if a.Kind != kindDispatchAnswer {
+func dispatchAnswer(a *wire.Message) (string, error) {
+	if a.Kind != wire.KindDispatchAnswer {
 		return "", errors.New("dispatch answered with the wrong frame")
 	}
 	if a.HasErr {
@@ -656,11 +649,11 @@ func (h *workerHost) Outbound(ctx context.Context, req protocol.OutboundRequest)
 	if h.finished() {
 		return protocol.OutboundResponse{}, errRunFinished
 	}
-	a, err := h.s.call(ctx, &message{Kind: kindOutbound, Run: h.run, OutboundRequest: &req})
+	a, err := h.s.call(ctx, &wire.Message{Kind: wire.KindOutbound, Run: h.run, OutboundRequest: &req})
 	if err != nil {
 		return protocol.OutboundResponse{}, err
 	}
-	if a.Kind != kindOutboundAnswer {
+	if a.Kind != wire.KindOutboundAnswer {
 		return protocol.OutboundResponse{}, errors.New("outbound answered with the wrong frame")
 	}
 	if a.HasErr {

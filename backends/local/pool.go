@@ -460,7 +460,7 @@ func (e *Executor) spawnLocked() {
 		}
 		if e.closed {
 			p.kill(killClosed)
-			go func() { <-p.exited; p.page.release() }()
+			go func() { <-p.exited; p.page.Release() }()
 			return
 		}
 		e.stats.workersStarted.Add(1)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -150,7 +151,7 @@ func TestWorkerThatNeverStarts(t *testing.T) {
 func readyFrame(t *testing.T) []byte {
 	t.Helper()
 	var b strings.Builder
-	if err := writeFrame(&b, &message{Kind: kindReady, Ready: &readyMessage{PID: 1}}, maxWorkerFrame); err != nil {
+	if err := wire.NewWriter(&b).Write(&wire.Message{Kind: wire.KindReady, Ready: &wire.Ready{PID: 1}}, wire.MaxWorkerFrame); err != nil {
 		t.Fatal(err)
 	}
 	return []byte(b.String())

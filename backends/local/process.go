@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 )
 
 // killReason records why the parent ended a worker; the first reason wins
@@ -31,9 +33,9 @@ type process struct {
 	cmd    *exec.Cmd
 	pid    int
 	stdin  io.WriteCloser
-	wmu    sync.Mutex  // one frame at a time on stdin
-	fw     frameWriter // writes to stdin; guarded by wmu
-	frames chan *message
+	wmu    sync.Mutex   // one frame at a time on stdin
+	fw     *wire.Writer // writes to stdin; guarded by wmu
+	frames chan *wire.Message
 	// readErr is why frames closed; read it only after frames is closed.
 	readErr error
 	exited  chan struct{} // closed once the process is reaped
@@ -51,7 +53,7 @@ type process struct {
 	// count towards RSS, and those are RLIMIT_AS's to refuse.
 	baseRSS uint64
 	// page is the gate page shared with the worker; nil outside Linux.
-	page *gatePage
+	page *wire.Page
 }
 
 // workerEnvPassed are the only variables of the gateway's environment a
@@ -65,7 +67,7 @@ var workerEnvPassed = []string{"TZ", "ZONEINFO", "SSL_CERT_FILE", "SSL_CERT_DIR"
 // workerEnvironment is a worker's whole environment: the worker marker,
 // workerEnvPassed from the gateway's, then Options.WorkerEnv.
 func workerEnvironment(extra []string) []string {
-	env := []string{workerEnv + "=" + workerEnvValue, "GOTRACEBACK=single"}
+	env := []string{wire.WorkerEnv + "=" + wire.WorkerEnvValue, "GOTRACEBACK=single"}
 	for _, k := range workerEnvPassed {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -76,21 +78,21 @@ func workerEnvironment(extra []string) []string {
 
 // spawn starts one worker and waits for its ready frame.
 func spawn(o *Options) (*process, error) {
-	page, err := newGatePage()
+	page, err := wire.NewPage()
 	if err != nil {
 		return nil, err
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			page.release()
+			page.Release()
 		}
 	}()
 	cmd := exec.Command(workerPath(o.WorkerCommand[0], o.cred), o.WorkerCommand[1:]...)
 	cmd.Args[0] = o.WorkerCommand[0]
 	cmd.Env = workerEnvironment(o.WorkerEnv)
-	if f := page.extraFile(); f != nil {
-		cmd.ExtraFiles = []*os.File{f} // descriptor gatePageFD in the worker
+	if f := page.ExtraFile(); f != nil {
+		cmd.ExtraFiles = []*os.File{f} // descriptor wire.PageFD in the worker
 	}
 	// Its own process group, so a kill reaches anything it started and no
 	// descendant keeps the pipes open after it.
@@ -110,14 +112,14 @@ func spawn(o *Options) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	page.closeFile() // the worker has its own descriptor now
+	page.CloseFile() // the worker has its own descriptor now
 	p := &process{
 		page:   page,
 		cmd:    cmd,
 		pid:    cmd.Process.Pid,
 		stdin:  stdin,
-		fw:     frameWriter{w: stdin},
-		frames: make(chan *message, 16),
+		fw:     wire.NewWriter(stdin),
+		frames: make(chan *wire.Message, 16),
 		exited: make(chan struct{}),
 		dying:  make(chan struct{}),
 		stderr: newStderrLog(),
@@ -137,9 +139,9 @@ func spawn(o *Options) (*process, error) {
 	// release it once the process is reaped, and after a start whoever
 	// watches the worker does (it reads the page after the worker died).
 	ok = true
-	failed := func() { go func() { <-p.exited; page.release() }() }
+	failed := func() { go func() { <-p.exited; page.Release() }() }
 
-	init := &message{Kind: kindInit, Init: &initMessage{
+	init := &wire.Message{Kind: wire.KindInit, Init: &wire.Init{
 		MemoryLimitMB:  o.MemoryLimitMB,
 		WorkerMemoryMB: o.WorkerMemoryMB,
 		AddressSpaceMB: o.AddressSpaceHeadroomMB,
@@ -155,7 +157,7 @@ func spawn(o *Options) (*process, error) {
 	defer timer.Stop()
 	select {
 	case m, ok := <-p.frames:
-		if !ok || m.Kind != kindReady || m.Ready == nil {
+		if !ok || m.Kind != wire.KindReady || m.Ready == nil {
 			p.kill(killProtocol)
 			<-p.exited
 			failed()
@@ -176,9 +178,9 @@ func spawn(o *Options) (*process, error) {
 // ends. A malformed frame kills the worker: nothing after it can be trusted.
 func (p *process) readFrames(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	fr := frameReader{r: br}
+	fr := wire.NewReader(br)
 	for {
-		m, err := fr.read(maxWorkerFrame)
+		m, err := fr.Read(wire.MaxWorkerFrame)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				p.kill(killProtocol)
@@ -201,10 +203,10 @@ func (p *process) readFrames(r io.Reader) {
 	}
 }
 
-func (p *process) send(m *message) error {
+func (p *process) send(m *wire.Message) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	return p.fw.write(m, maxParentFrame)
+	return p.fw.Write(m, wire.MaxParentFrame)
 }
 
 // kill ends the worker with SIGKILL, recording why unless a reason is

@@ -9,6 +9,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/queue"
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -31,7 +32,7 @@ type run struct {
 
 	done  chan runOutcome // buffered: the outcome, once
 	state atomic.Int32    // runRunning, runSettled or runAbandoned
-	// cancelledAt is when the caller gave up (monoNow), 0 before: past it
+	// cancelledAt is when the caller gave up (wire.MonoNow), 0 before: past it
 	// plus the kill grace the run must no longer hold its worker's gate.
 	cancelledAt atomic.Int64
 	start       time.Time
@@ -99,9 +100,9 @@ func (r *run) abandon() bool {
 		return false
 	}
 	r.w.abandoned.Add(1)
-	r.cancelledAt.Store(monoNow())
+	r.cancelledAt.Store(wire.MonoNow())
 	r.runCancel()
-	if r.w.p.send(&message{Kind: kindCancel, Run: r.id}) != nil {
+	if r.w.p.send(&wire.Message{Kind: wire.KindCancel, Run: r.id}) != nil {
 		r.w.kill(killProtocol, 0)
 	}
 	return true
@@ -110,7 +111,7 @@ func (r *run) abandon() bool {
 // hostCall is one dispatch or outbound frame of the run and the context
 // it is served under.
 type hostCall struct {
-	m   *message
+	m   *wire.Message
 	ctx context.Context
 }
 
@@ -119,18 +120,18 @@ type hostCall struct {
 // completed text (dispatch belongs to the run that ended), and stub-mode
 // fetches of the handler go to the request's outbound function until the
 // handles close.
-func (r *run) hostCall(m *message, afterGrant bool) {
+func (r *run) hostCall(m *wire.Message, afterGrant bool) {
 	if r.open.Add(1) == 1 {
 		r.w.parked.Add(1)
 	}
 	c := &hostCall{m: m, ctx: r.runCtx}
 	switch {
-	case afterGrant && m.Kind == kindDispatch:
+	case afterGrant && m.Kind == wire.KindDispatch:
 		go r.answer(&hostCall{m: m, ctx: r.heldCtx}, answerCompleted)
 		return
 	case afterGrant:
 		c.ctx = r.heldCtx
-	case m.Kind == kindDispatch:
+	case m.Kind == wire.KindDispatch:
 		r.toolCalls.Add(1)
 	}
 	r.mu.Lock()
@@ -145,7 +146,7 @@ func (r *run) hostCall(m *message, afterGrant bool) {
 }
 
 // answer answers c without the host.
-func (r *run) answer(c *hostCall, answer func(context.Context, *process, *message)) {
+func (r *run) answer(c *hostCall, answer func(context.Context, *process, *wire.Message)) {
 	answer(c.ctx, r.w.p, c.m)
 	r.callDone()
 }
@@ -176,56 +177,56 @@ func (r *run) callDone() {
 // answerCancelled answers a call whose context ended before it reached the
 // host: a run that may retain its session still counts it as open, so it
 // gets its answer.
-func (r *run) answerCancelled(ctx context.Context, m *message) {
+func (r *run) answerCancelled(ctx context.Context, m *wire.Message) {
 	if !r.req.RetainHandles {
 		return
 	}
-	_ = r.w.p.send(&message{Kind: answerKind(m.Kind), ID: m.ID, HasErr: true, Err: context.Cause(ctx).Error()})
+	_ = r.w.p.send(&wire.Message{Kind: answerKind(m.Kind), ID: m.ID, HasErr: true, Err: context.Cause(ctx).Error()})
 }
 
 // serveHostCall calls the request's dispatch or outbound function for one
 // frame and sends the answer back.
-func serveHostCall(ctx context.Context, p *process, req *protocol.ExecuteRequest, m *message) {
+func serveHostCall(ctx context.Context, p *process, req *protocol.ExecuteRequest, m *wire.Message) {
 	ans := answerFor(ctx, req, m)
 	// A run that may retain its session still has the call open inside it
 	// after it settles: it gets its (cancelled) answer, so the sandbox's
 	// count of open host calls stays true for the invocations.
 	if ctx.Err() == nil || req.RetainHandles {
-		if err := p.send(ans); errors.Is(err, errFrameTooLarge) {
-			_ = p.send(&message{Kind: ans.Kind, ID: m.ID, HasErr: true,
+		if err := p.send(ans); errors.Is(err, wire.ErrFrameTooLarge) {
+			_ = p.send(&wire.Message{Kind: ans.Kind, ID: m.ID, HasErr: true,
 				Err: protocol.NewHostAnswerTooLargeError().Error()})
 		}
 	}
 }
 
 // refuseHostCall answers a call past the in-flight bound with an error.
-func refuseHostCall(ctx context.Context, p *process, m *message) {
+func refuseHostCall(ctx context.Context, p *process, m *wire.Message) {
 	if ctx.Err() == nil {
-		_ = p.send(&message{Kind: answerKind(m.Kind), ID: m.ID, HasErr: true,
+		_ = p.send(&wire.Message{Kind: answerKind(m.Kind), ID: m.ID, HasErr: true,
 			Err: protocol.NewHostCallBacklogError(maxOpenHostCalls + maxHostBacklog).Error()})
 	}
 }
 
 // answerCompleted answers a tool call that reached the parent after the
 // run settled with the completed text, without calling the host.
-func answerCompleted(ctx context.Context, p *process, m *message) {
+func answerCompleted(ctx context.Context, p *process, m *wire.Message) {
 	if ctx.Err() == nil {
-		_ = p.send(&message{Kind: kindDispatchAnswer, ID: m.ID, Answer: protocol.ErrorEnvelope(protocol.CompletedText)})
+		_ = p.send(&wire.Message{Kind: wire.KindDispatchAnswer, ID: m.ID, Answer: protocol.ErrorEnvelope(protocol.CompletedText)})
 	}
 }
 
-func answerKind(kind frameKind) frameKind {
-	if kind == kindOutbound {
-		return kindOutboundAnswer
+func answerKind(kind wire.Kind) wire.Kind {
+	if kind == wire.KindOutbound {
+		return wire.KindOutboundAnswer
 	}
-	return kindDispatchAnswer
+	return wire.KindDispatchAnswer
 }
 
 // answerFor runs the caller's function for one host-call frame. A panic in
 // the caller's function becomes an error answer, never a crash of the
 // gateway.
-func answerFor(ctx context.Context, req *protocol.ExecuteRequest, m *message) (ans *message) {
-	ans = &message{ID: m.ID}
+func answerFor(ctx context.Context, req *protocol.ExecuteRequest, m *wire.Message) (ans *wire.Message) {
+	ans = &wire.Message{ID: m.ID}
 	defer func() {
 		if r := recover(); r != nil {
 			ans.Answer, ans.OutboundResponse = "", nil
@@ -233,8 +234,8 @@ func answerFor(ctx context.Context, req *protocol.ExecuteRequest, m *message) (a
 		}
 	}()
 	switch m.Kind {
-	case kindDispatch:
-		ans.Kind = kindDispatchAnswer
+	case wire.KindDispatch:
+		ans.Kind = wire.KindDispatchAnswer
 		if req.Dispatch == nil {
 			ans.HasErr, ans.Err = true, protocol.NewToolNotFoundError(m.Tool).Error()
 			return ans
@@ -245,8 +246,8 @@ func answerFor(ctx context.Context, req *protocol.ExecuteRequest, m *message) (a
 			return ans
 		}
 		ans.Answer = s
-	case kindOutbound:
-		ans.Kind = kindOutboundAnswer
+	case wire.KindOutbound:
+		ans.Kind = wire.KindOutboundAnswer
 		fn := req.Outbound.Func()
 		if fn == nil || m.OutboundRequest == nil {
 			ans.HasErr, ans.Err = true, "This execution has no outbound function."

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -21,7 +22,7 @@ func processCPU() time.Duration {
 }
 
 // usageOf is what run r used, from its result and the worker's frame.
-func (r *run) usageOf(res *protocol.ExecuteResult, m *message) *protocol.Usage {
+func (r *run) usageOf(res *protocol.ExecuteResult, m *wire.Message) *protocol.Usage {
 	return &protocol.Usage{
 		RunClock:         res.RunClock,
 		CPU:              time.Duration(m.CPUNanos),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -75,15 +76,15 @@ func (w *worker) start(r *run) error {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	err := w.p.send(&message{Kind: kindJob, Run: r.id, Job: &r.job})
+	err := w.p.send(&wire.Message{Kind: wire.KindJob, Run: r.id, Job: &r.job})
 	if err == nil {
 		return nil
 	}
-	if big, ok := err.(*frameTooLargeError); ok {
+	if big, ok := err.(*wire.FrameTooLargeError); ok {
 		w.forget(r)
 		r.runCancel()
 		w.e.runGone(w, r, 0)
-		return protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, big.size, big.max)
+		return protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, big.Size, big.Max)
 	}
 	// The pipe is broken: the worker is dying (killed, say, before the
 	// parent saw it go). The job never reached it, so r is not its death's
@@ -120,7 +121,7 @@ func (w *worker) lookup(id uint64) *run {
 // release asks the worker to close a retained run's session; its ended
 // frame (or the worker's death) lets it go.
 func (w *worker) release(r *run) {
-	if w.p.send(&message{Kind: kindRelease, Run: r.id}) != nil {
+	if w.p.send(&wire.Message{Kind: wire.KindRelease, Run: r.id}) != nil {
 		w.kill(killProtocol, 0)
 	}
 }
@@ -168,18 +169,18 @@ func (w *worker) watch() {
 // frame acts on one frame from the worker. A frame about a run the parent
 // does not know, or of a kind it does not expect, kills the worker:
 // nothing after it can be trusted.
-func (w *worker) frame(m *message) {
+func (w *worker) frame(m *wire.Message) {
 	r := w.lookup(m.Run)
 	if r == nil {
 		w.kill(killProtocol, 0)
 		return
 	}
 	switch m.Kind {
-	case kindDispatch, kindOutbound:
+	case wire.KindDispatch, wire.KindOutbound:
 		r.hostCall(m, r.granted)
-	case kindResult:
+	case wire.KindResult:
 		w.result(r, m)
-	case kindInvokeAnswer:
+	case wire.KindInvokeAnswer:
 		h := r.held.Load()
 		if h == nil || !h.answer(m) {
 			w.kill(killProtocol, 0)
@@ -188,7 +189,7 @@ func (w *worker) frame(m *message) {
 		if m.Ended {
 			w.sessionEnded(r, h, m)
 		}
-	case kindEnded:
+	case wire.KindEnded:
 		h := r.held.Load()
 		if !r.granted {
 			w.kill(killProtocol, 0)
@@ -202,7 +203,7 @@ func (w *worker) frame(m *message) {
 
 // result settles a run. A run granted handles stays registered: its
 // session lives on in the worker.
-func (w *worker) result(r *run, m *message) {
+func (w *worker) result(r *run, m *wire.Message) {
 	if (m.Result == nil) == !m.Broken || r.granted {
 		w.kill(killProtocol, 0)
 		return
@@ -236,7 +237,7 @@ func (w *worker) result(r *run, m *message) {
 }
 
 // sessionEnded lets a retained run go: released, or ended by a bound.
-func (w *worker) sessionEnded(r *run, h *held, m *message) {
+func (w *worker) sessionEnded(r *run, h *held, m *wire.Message) {
 	if m.OverLimit {
 		w.e.stats.heapLimits.Add(1)
 	}
@@ -266,27 +267,27 @@ func (w *worker) monitor() bool {
 	if rss, ok := readRSS(w.p.pid); ok {
 		w.rss.Store(rss)
 		if rss > w.e.rssLimit(w.p) {
-			w.kill(killMemory, w.p.page.read().holder)
+			w.kill(killMemory, w.p.page.Read().Holder)
 			return true
 		}
 	}
-	g := w.p.page.read()
-	if g.holder == 0 {
+	g := w.p.page.Read()
+	if g.Holder == 0 {
 		return busy
 	}
-	now, grace := monoNow(), int64(w.e.opts.KillGrace)
-	if g.deadline != 0 && now > g.deadline+grace {
-		if g.bound == boundMemory {
+	now, grace := wire.MonoNow(), int64(w.e.opts.KillGrace)
+	if g.Deadline != 0 && now > g.Deadline+grace {
+		if g.Bound == wire.BoundMemory {
 			// Cancelled for its memory and still in Go code with it.
-			w.kill(killMemory, g.holder)
+			w.kill(killMemory, g.Holder)
 		} else {
-			w.kill(killOverrun, g.holder)
+			w.kill(killOverrun, g.Holder)
 		}
 		return true
 	}
-	if r := w.lookup(g.holder); r != nil {
+	if r := w.lookup(g.Holder); r != nil {
 		if c := r.cancelledAt.Load(); c != 0 && now > c+grace {
-			w.kill(killOverrun, g.holder)
+			w.kill(killOverrun, g.Holder)
 		}
 	}
 	return true
@@ -304,8 +305,8 @@ func (w *worker) died() {
 	w.p.reap()
 	e := w.e
 	reason := w.p.killedFor()
-	holder := w.p.page.read().holder
-	w.p.page.release()
+	holder := w.p.page.Read().Holder
+	w.p.page.Release()
 	closing := e.isClosed() // e.mu before w.mu, never inside it
 	w.mu.Lock()
 	d := deathNote{

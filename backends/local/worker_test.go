@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -51,24 +52,24 @@ func startWorker(t testing.TB, envelopeOf func(context.Context, sandbox.Job, san
 		debug.SetMaxStack(maxStack)
 	})
 	// No address-space limit: this is the test process itself.
-	w.send(t, &message{Kind: kindInit, Init: &initMessage{MemoryLimitMB: 1024}})
-	if m := w.recv(t); m.Kind != kindReady || m.Ready == nil {
+	w.send(t, &wire.Message{Kind: wire.KindInit, Init: &wire.Init{MemoryLimitMB: 1024}})
+	if m := w.recv(t); m.Kind != wire.KindReady || m.Ready == nil {
 		t.Fatalf("handshake: %+v", m)
 	}
 	t.Cleanup(func() { inW.Close(); outR.Close() })
 	return w
 }
 
-func (w *workerPipe) send(t testing.TB, m *message) {
+func (w *workerPipe) send(t testing.TB, m *wire.Message) {
 	t.Helper()
-	if err := writeFrame(w.toWorker, m, maxParentFrame); err != nil {
+	if err := writeFrame(w.toWorker, m, wire.MaxParentFrame); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (w *workerPipe) recv(t testing.TB) *message {
+func (w *workerPipe) recv(t testing.TB) *wire.Message {
 	t.Helper()
-	m, err := readFrame(w.fromWorker, maxWorkerFrame)
+	m, err := readFrame(w.fromWorker, wire.MaxWorkerFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,19 +110,19 @@ func echoDispatch(ctx context.Context, job sandbox.Job, host sandbox.Host) *prot
 
 func TestWorkerRoutesAnswersByID(t *testing.T) {
 	w := startWorker(t, echoDispatch)
-	w.send(t, &message{Kind: kindJob, Run: 7, Job: &sandbox.Job{Code: "[1]"}})
+	w.send(t, &wire.Message{Kind: wire.KindJob, Run: 7, Job: &sandbox.Job{Code: "[1]"}})
 	call := w.recv(t)
-	if call.Kind != kindDispatch || call.Run != 7 || call.Provider != "p" || call.Tool != "t" || call.Args != "[1]" || call.ID == 0 {
+	if call.Kind != wire.KindDispatch || call.Run != 7 || call.Provider != "p" || call.Tool != "t" || call.Args != "[1]" || call.ID == 0 {
 		t.Fatalf("call %+v", call)
 	}
 	// An answer to a call that does not exist is ignored.
-	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID + 100, Answer: "stray"})
-	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID, Answer: `{"result":2}`})
-	if res := w.recv(t); res.Kind != kindResult || res.Run != 7 || res.Result.ResultJSON != `{"result":2}` {
+	w.send(t, &wire.Message{Kind: wire.KindDispatchAnswer, ID: call.ID + 100, Answer: "stray"})
+	w.send(t, &wire.Message{Kind: wire.KindDispatchAnswer, ID: call.ID, Answer: `{"result":2}`})
+	if res := w.recv(t); res.Kind != wire.KindResult || res.Run != 7 || res.Result.ResultJSON != `{"result":2}` {
 		t.Fatalf("result %+v", res)
 	}
 	// The next run numbers its call past the first one.
-	w.send(t, &message{Kind: kindJob, Run: 8, Job: &sandbox.Job{Code: "[2]"}})
+	w.send(t, &wire.Message{Kind: wire.KindJob, Run: 8, Job: &sandbox.Job{Code: "[2]"}})
 	if next := w.recv(t); next.ID <= call.ID || next.Run != 8 {
 		t.Fatalf("call ids did not grow: %d then %+v", call.ID, next)
 	}
@@ -131,20 +132,20 @@ func TestWorkerRoutesAnswersByID(t *testing.T) {
 // each answer reaches the run that asked, in whatever order they come.
 func TestWorkerHostsRunsSideBySide(t *testing.T) {
 	w := startWorker(t, echoDispatch)
-	calls := map[uint64]*message{}
+	calls := map[uint64]*wire.Message{}
 	for run := uint64(1); run <= 3; run++ {
-		w.send(t, &message{Kind: kindJob, Run: run, Job: &sandbox.Job{Code: fmt.Sprint(run * 10)}})
+		w.send(t, &wire.Message{Kind: wire.KindJob, Run: run, Job: &sandbox.Job{Code: fmt.Sprint(run * 10)}})
 	}
 	for range 3 {
 		c := w.recv(t)
-		if c.Kind != kindDispatch || c.Args != fmt.Sprint(c.Run*10) {
+		if c.Kind != wire.KindDispatch || c.Args != fmt.Sprint(c.Run*10) {
 			t.Fatalf("call %+v", c)
 		}
 		calls[c.Run] = c
 	}
 	for _, run := range []uint64{3, 1, 2} {
-		w.send(t, &message{Kind: kindDispatchAnswer, ID: calls[run].ID, Answer: fmt.Sprintf(`{"result":%d}`, run)})
-		if res := w.recv(t); res.Kind != kindResult || res.Run != run || res.Result.ResultJSON != fmt.Sprintf(`{"result":%d}`, run) {
+		w.send(t, &wire.Message{Kind: wire.KindDispatchAnswer, ID: calls[run].ID, Answer: fmt.Sprintf(`{"result":%d}`, run)})
+		if res := w.recv(t); res.Kind != wire.KindResult || res.Run != run || res.Result.ResultJSON != fmt.Sprintf(`{"result":%d}`, run) {
 			t.Fatalf("run %d: %+v", run, res)
 		}
 	}
@@ -156,11 +157,11 @@ func TestWorkerHostsRunsSideBySide(t *testing.T) {
 func TestWorkerRunsEachJobInAFreshPreparedRuntime(t *testing.T) {
 	w := startWorker(t, nil)
 	for i := range 3 {
-		w.send(t, &message{Kind: kindJob, Run: uint64(i + 1), Job: &sandbox.Job{
+		w.send(t, &wire.Message{Kind: wire.KindJob, Run: uint64(i + 1), Job: &sandbox.Job{
 			Code:      "async () => { const seen = typeof mark; globalThis.mark = 1; return seen }",
 			TimeoutMs: 5000, MemoryLimitMB: 64, OutboundMode: protocol.OutboundDisabled,
 		}})
-		if res := w.recv(t); res.Kind != kindResult || res.Result.HasError || res.Result.ResultJSON != `"undefined"` {
+		if res := w.recv(t); res.Kind != wire.KindResult || res.Result.HasError || res.Result.ResultJSON != `"undefined"` {
 			t.Fatalf("job %d: %+v", i, res.Result)
 		}
 	}
@@ -196,9 +197,9 @@ func currentGCPercent() int {
 
 func TestWorkerHostErrorCrossesAsError(t *testing.T) {
 	w := startWorker(t, echoDispatch)
-	w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
+	w.send(t, &wire.Message{Kind: wire.KindJob, Run: 1, Job: &sandbox.Job{}})
 	call := w.recv(t)
-	w.send(t, &message{Kind: kindDispatchAnswer, ID: call.ID, HasErr: true, Err: "down"})
+	w.send(t, &wire.Message{Kind: wire.KindDispatchAnswer, ID: call.ID, HasErr: true, Err: "down"})
 	if res := w.recv(t); !res.Result.HasError || res.Result.Error != "down" {
 		t.Fatalf("result %+v", res.Result)
 	}
@@ -213,25 +214,25 @@ func TestWorkerCancelReachesTheRun(t *testing.T) {
 		<-ctx.Done()
 		return &protocol.ExecuteResult{Error: "stopped: " + context.Cause(ctx).Error(), HasError: true}
 	})
-	w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
-	w.send(t, &message{Kind: kindJob, Run: 2, Job: &sandbox.Job{}})
+	w.send(t, &wire.Message{Kind: wire.KindJob, Run: 1, Job: &sandbox.Job{}})
+	w.send(t, &wire.Message{Kind: wire.KindJob, Run: 2, Job: &sandbox.Job{}})
 	// Cancel only once both runs are inside the run function: a cancel
 	// that found run 2 still waiting for the gate would end it there.
 	started := map[uint64]bool{}
 	for len(started) < 2 {
-		if m := w.recv(t); m.Kind != kindDispatch {
+		if m := w.recv(t); m.Kind != wire.KindDispatch {
 			t.Fatalf("frame %+v before both runs called the host", m)
 		} else {
 			started[m.Run] = true
 		}
 	}
-	w.send(t, &message{Kind: kindCancel, Run: 2})
+	w.send(t, &wire.Message{Kind: wire.KindCancel, Run: 2})
 	if res := w.recv(t); res.Run != 2 || res.Result.Error != "stopped: context canceled" {
 		t.Fatalf("result %+v", res.Result)
 	}
 	// A cancel for a run that is gone crossed its result: it is ignored.
-	w.send(t, &message{Kind: kindCancel, Run: 2})
-	w.send(t, &message{Kind: kindCancel, Run: 1})
+	w.send(t, &wire.Message{Kind: wire.KindCancel, Run: 2})
+	w.send(t, &wire.Message{Kind: wire.KindCancel, Run: 1})
 	if res := w.recv(t); res.Run != 1 || res.Result.Error != "stopped: context canceled" {
 		t.Fatalf("result %+v", res.Result)
 	}
@@ -248,42 +249,42 @@ func TestWorkerProtocolViolations(t *testing.T) {
 	}
 	t.Run("a run id that is in use", func(t *testing.T) {
 		w := startWorker(t, block)
-		w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
-		w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
+		w.send(t, &wire.Message{Kind: wire.KindJob, Run: 1, Job: &sandbox.Job{}})
+		w.send(t, &wire.Message{Kind: wire.KindJob, Run: 1, Job: &sandbox.Job{}})
 		if c := w.exitCode(t); c != exitBadFrame {
 			t.Fatalf("exit %d", c)
 		}
 	})
 	t.Run("a job without a run id", func(t *testing.T) {
 		w := startWorker(t, block)
-		w.send(t, &message{Kind: kindJob, Job: &sandbox.Job{}})
+		w.send(t, &wire.Message{Kind: wire.KindJob, Job: &sandbox.Job{}})
 		if c := w.exitCode(t); c != exitBadFrame {
 			t.Fatalf("exit %d", c)
 		}
 	})
 	t.Run("a release for a run that kept nothing", func(t *testing.T) {
 		w := startWorker(t, block)
-		w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{}})
-		w.send(t, &message{Kind: kindRelease, Run: 1})
+		w.send(t, &wire.Message{Kind: wire.KindJob, Run: 1, Job: &sandbox.Job{}})
+		w.send(t, &wire.Message{Kind: wire.KindRelease, Run: 1})
 		if c := w.exitCode(t); c != exitBadFrame {
 			t.Fatalf("exit %d", c)
 		}
 	})
 	t.Run("invocations beyond the one the parent may have waiting", func(t *testing.T) {
 		w := startWorker(t, nil)
-		w.send(t, &message{Kind: kindJob, Run: 1, Job: &sandbox.Job{
+		w.send(t, &wire.Message{Kind: wire.KindJob, Run: 1, Job: &sandbox.Job{
 			Code:      "async () => () => new Promise(() => {})",
 			TimeoutMs: 5000, MemoryLimitMB: 64, OutboundMode: protocol.OutboundDisabled, RetainHandles: true,
 		}})
-		if res := w.recv(t); res.Kind != kindResult || len(res.Result.Handles) != 1 {
+		if res := w.recv(t); res.Kind != wire.KindResult || len(res.Result.Handles) != 1 {
 			t.Fatalf("grant %+v", res.Result)
 		}
 		// At most one invocation at the handler and one waiting: the third
 		// breaks the protocol (the parent sends one at a time), and the
 		// worker may already be gone at the second.
 		for id := range uint64(3) {
-			m := &message{Kind: kindInvoke, Run: 1, ID: id + 1, OutboundRequest: &protocol.OutboundRequest{Method: "GET", URL: "https://h.test/"}}
-			if writeFrame(w.toWorker, m, maxParentFrame) != nil {
+			m := &wire.Message{Kind: wire.KindInvoke, Run: 1, ID: id + 1, OutboundRequest: &protocol.OutboundRequest{Method: "GET", URL: "https://h.test/"}}
+			if writeFrame(w.toWorker, m, wire.MaxParentFrame) != nil {
 				break
 			}
 		}
@@ -293,14 +294,14 @@ func TestWorkerProtocolViolations(t *testing.T) {
 	})
 	t.Run("unknown kind", func(t *testing.T) {
 		w := startWorker(t, block)
-		w.send(t, &message{Kind: "gossip"})
+		w.send(t, &wire.Message{Kind: "gossip"})
 		if c := w.exitCode(t); c != exitBadFrame {
 			t.Fatalf("exit %d", c)
 		}
 	})
 	t.Run("job without a job", func(t *testing.T) {
 		w := startWorker(t, block)
-		w.send(t, &message{Kind: kindJob, Run: 1})
+		w.send(t, &wire.Message{Kind: wire.KindJob, Run: 1})
 		if c := w.exitCode(t); c != exitBadFrame {
 			t.Fatalf("exit %d", c)
 		}
@@ -360,4 +361,14 @@ func TestInvalidTimeoutIsDeclared(t *testing.T) {
 	if !res.HasError || res.Error != (&protocol.InvalidTimeoutError{Millis: -1}).Error() {
 		t.Fatalf("got %+v, want %T's text", res, want)
 	}
+}
+
+// writeFrame encodes m as one frame; see wire.Writer.Write.
+func writeFrame(w io.Writer, m *wire.Message, max int) error {
+	return wire.NewWriter(w).Write(m, max)
+}
+
+// readFrame decodes one frame; see wire.Reader.Read.
+func readFrame(r io.Reader, max int) (*wire.Message, error) {
+	return wire.NewReader(r).Read(max)
 }

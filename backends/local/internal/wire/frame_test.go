@@ -1,4 +1,4 @@
-package local
+package wire
 
 import (
 	"bytes"
@@ -14,10 +14,10 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-func frameBytes(t testing.TB, m *message) []byte {
+func frameBytes(t testing.TB, m *Message) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := writeFrame(&b, m, maxParentFrame); err != nil {
+	if err := writeFrame(&b, m, MaxParentFrame); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -31,16 +31,16 @@ func rawFrame(body string) []byte {
 }
 
 func TestFrameRoundTrip(t *testing.T) {
-	msgs := []*message{
-		{Kind: kindInit, Init: &initMessage{MemoryLimitMB: 128, AddressSpaceMB: 256}},
-		{Kind: kindJob, Job: &sandbox.Job{Code: "async () => 1", HasDispatch: true, TimeoutMs: 30000,
+	msgs := []*Message{
+		{Kind: KindInit, Init: &Init{MemoryLimitMB: 128, AddressSpaceMB: 256}},
+		{Kind: KindJob, Job: &sandbox.Job{Code: "async () => 1", HasDispatch: true, TimeoutMs: 30000,
 			Modules: protocol.ModuleMap{"m": {Kind: protocol.KindData, Data: []byte{0, 1, 255}}}}},
-		{Kind: kindDispatch, ID: 7, Provider: "store", Tool: "list", Args: `["a",1]`},
-		{Kind: kindDispatchAnswer, ID: 7, Err: "", HasErr: true},
-		{Kind: kindOutbound, ID: 8, OutboundRequest: &protocol.OutboundRequest{Method: "POST", URL: "https://x.test",
+		{Kind: KindDispatch, ID: 7, Provider: "store", Tool: "list", Args: `["a",1]`},
+		{Kind: KindDispatchAnswer, ID: 7, Err: "", HasErr: true},
+		{Kind: KindOutbound, ID: 8, OutboundRequest: &protocol.OutboundRequest{Method: "POST", URL: "https://x.test",
 			Headers: []protocol.Header{{"a", "1"}, {"a", "2"}}, Body: []byte{}}},
-		{Kind: kindOutboundAnswer, ID: 8, OutboundResponse: &protocol.OutboundResponse{Status: 200, Body: []byte("ok")}},
-		{Kind: kindResult, Result: &protocol.ExecuteResult{ResultJSON: `{"a":"\u0000"}`,
+		{Kind: KindOutboundAnswer, ID: 8, OutboundResponse: &protocol.OutboundResponse{Status: 200, Body: []byte("ok")}},
+		{Kind: KindResult, Result: &protocol.ExecuteResult{ResultJSON: `{"a":"\u0000"}`,
 			Logs: []protocol.LogLine{{Level: protocol.LogLevelWarn, Text: "w"}}}, OverLimit: true},
 	}
 	var stream bytes.Buffer
@@ -48,7 +48,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		stream.Write(frameBytes(t, m))
 	}
 	for _, want := range msgs {
-		got, err := readFrame(&stream, maxParentFrame)
+		got, err := readFrame(&stream, MaxParentFrame)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestFrameRoundTrip(t *testing.T) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 		}
 	}
-	if _, err := readFrame(&stream, maxParentFrame); !errors.Is(err, io.EOF) {
+	if _, err := readFrame(&stream, MaxParentFrame); !errors.Is(err, io.EOF) {
 		t.Fatalf("end of stream: %v, want io.EOF", err)
 	}
 }
@@ -64,8 +64,8 @@ func TestFrameRoundTrip(t *testing.T) {
 // A nil body (the wire's null) and an empty body stay apart.
 func TestFrameKeepsNullBodyApartFromEmpty(t *testing.T) {
 	for _, body := range [][]byte{nil, {}} {
-		m := &message{Kind: kindOutbound, OutboundRequest: &protocol.OutboundRequest{Body: body}}
-		got, err := readFrame(bytes.NewReader(frameBytes(t, m)), maxWorkerFrame)
+		m := &Message{Kind: KindOutbound, OutboundRequest: &protocol.OutboundRequest{Body: body}}
+		got, err := readFrame(bytes.NewReader(frameBytes(t, m)), MaxWorkerFrame)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestFrameRejects(t *testing.T) {
 		"trailing garbage": rawFrame(`{"kind":"job"} x`),
 	} {
 		t.Run(name, func(t *testing.T) {
-			m, err := readFrame(bytes.NewReader(in), maxWorkerFrame)
+			m, err := readFrame(bytes.NewReader(in), MaxWorkerFrame)
 			if err == nil {
 				t.Fatalf("accepted %+v", m)
 			}
@@ -101,9 +101,9 @@ func TestFrameRejects(t *testing.T) {
 
 func TestWriteFrameRefusesOversize(t *testing.T) {
 	var b bytes.Buffer
-	err := writeFrame(&b, &message{Kind: kindResult, Result: &protocol.ExecuteResult{ResultJSON: strings.Repeat("x", 100)}}, 64)
-	if !errors.Is(err, errFrameTooLarge) {
-		t.Fatalf("got %v, want errFrameTooLarge", err)
+	err := writeFrame(&b, &Message{Kind: KindResult, Result: &protocol.ExecuteResult{ResultJSON: strings.Repeat("x", 100)}}, 64)
+	if !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("got %v, want ErrFrameTooLarge", err)
 	}
 	if b.Len() != 0 {
 		t.Fatal("an oversized frame was partly written")
@@ -151,21 +151,21 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
-// One frameWriter and one frameReader reuse their buffers from frame to
+// One Writer and one Reader reuse their buffers from frame to
 // frame: each frame is exactly json.Marshal's bytes behind its length, and
 // every decoded message keeps its contents after later frames are read
 // into the same buffer, whether they grow it past what is kept or not.
 func TestFrameBufferReuse(t *testing.T) {
-	var msgs []*message
+	var msgs []*Message
 	for i, n := range []int{10, 3000, 2 * frameBufKeep, 7, frameBufKeep - 200, 1, 5 * frameBufKeep, 20} {
-		msgs = append(msgs, &message{Kind: kindDispatch, ID: uint64(i + 1), Provider: "p", Tool: "t",
+		msgs = append(msgs, &Message{Kind: KindDispatch, ID: uint64(i + 1), Provider: "p", Tool: "t",
 			Args: `"` + strings.Repeat(string(rune('a'+i)), n) + `<&>"`})
 	}
 	var stream bytes.Buffer
-	fw := frameWriter{w: &stream}
+	fw := Writer{w: &stream}
 	for _, m := range msgs {
 		before := stream.Len()
-		if err := fw.write(m, maxParentFrame); err != nil {
+		if err := fw.Write(m, MaxParentFrame); err != nil {
 			t.Fatal(err)
 		}
 		want, err := json.Marshal(m)
@@ -179,10 +179,10 @@ func TestFrameBufferReuse(t *testing.T) {
 			t.Fatalf("frame %d: writer kept a %d-byte buffer", m.ID, fw.buf.Cap())
 		}
 	}
-	fr := frameReader{r: &stream}
-	var got []*message
+	fr := Reader{r: &stream}
+	var got []*Message
 	for range msgs {
-		m, err := fr.read(maxParentFrame)
+		m, err := fr.Read(MaxParentFrame)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,19 +194,19 @@ func TestFrameBufferReuse(t *testing.T) {
 	if !reflect.DeepEqual(got, msgs) {
 		t.Fatal("messages changed after later frames were read")
 	}
-	if _, err := fr.read(maxParentFrame); !errors.Is(err, io.EOF) {
+	if _, err := fr.Read(MaxParentFrame); !errors.Is(err, io.EOF) {
 		t.Fatalf("end of stream: %v, want io.EOF", err)
 	}
 }
 
-// writeFrame encodes m as one frame; see frameWriter.write.
-func writeFrame(w io.Writer, m *message, max int) error {
-	fw := frameWriter{w: w}
-	return fw.write(m, max)
+// writeFrame encodes m as one frame; see Writer.write.
+func writeFrame(w io.Writer, m *Message, max int) error {
+	fw := Writer{w: w}
+	return fw.Write(m, max)
 }
 
-// readFrame decodes one frame; see frameReader.read.
-func readFrame(r io.Reader, max int) (*message, error) {
-	fr := frameReader{r: r}
-	return fr.read(max)
+// readFrame decodes one frame; see Reader.read.
+func readFrame(r io.Reader, max int) (*Message, error) {
+	fr := Reader{r: r}
+	return fr.Read(max)
 }

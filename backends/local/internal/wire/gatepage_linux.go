@@ -1,4 +1,4 @@
-package local
+package wire
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// gatePage is one page of memory shared between the parent and one worker:
+// Page is one page of memory shared between the parent and one worker:
 // the worker writes which run holds its CPU gate and until when that run
 // may hold it, and the parent reads it on its monitor tick. A write is a
 // few atomic stores, so the worker pays nothing per slice it could notice,
@@ -18,14 +18,14 @@ import (
 //
 // The layout is a seqlock: seq is odd while the worker writes, so a reader
 // that sees seq change, or odd, reads again.
-type gatePage struct {
+type Page struct {
 	mem  []byte
 	file *os.File // the worker's end, passed as an extra file
 }
 
-// gatePageFD is the descriptor a worker finds its page on: the first of
+// PageFD is the descriptor a worker finds its page on: the first of
 // exec.Cmd.ExtraFiles.
-const gatePageFD = 3
+const PageFD = 3
 
 type gateWords struct {
 	seq      atomic.Uint64
@@ -34,16 +34,16 @@ type gateWords struct {
 	bound    atomic.Uint32 // which bound the deadline is
 }
 
-// gateBound is which bound a holder's deadline enforces.
-type gateBound uint32
+// Bound is which bound a holder's deadline enforces.
+type Bound uint32
 
 const (
-	boundTime   gateBound = iota // the run clock: past it the run timed out
-	boundMemory                  // the memory watchdog cancelled the run: it must stop now
+	BoundTime   Bound = iota // the run clock: past it the run timed out
+	BoundMemory              // the memory watchdog cancelled the run: it must stop now
 )
 
-// newGatePage makes a page for a worker about to start (the parent's side).
-func newGatePage() (*gatePage, error) {
+// NewPage makes a page for a worker about to start (the parent's side).
+func NewPage() (*Page, error) {
 	fd, err := unix.MemfdCreate("codemode-gate", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("gate page: %w", err)
@@ -58,28 +58,28 @@ func newGatePage() (*gatePage, error) {
 		f.Close()
 		return nil, fmt.Errorf("gate page: %w", err)
 	}
-	return &gatePage{mem: mem, file: f}, nil
+	return &Page{mem: mem, file: f}, nil
 }
 
-// openGatePage maps the page a worker was started with (the worker's
+// OpenPage maps the page a worker was started with (the worker's
 // side); nil when it has none.
-func openGatePage() *gatePage {
-	f := os.NewFile(gatePageFD, "gate-page")
+func OpenPage() *Page {
+	f := os.NewFile(PageFD, "gate-page")
 	if f == nil {
 		return nil
 	}
-	mem, err := unix.Mmap(gatePageFD, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(PageFD, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil
 	}
-	return &gatePage{mem: mem, file: f}
+	return &Page{mem: mem, file: f}
 }
 
-func (g *gatePage) words() *gateWords { return (*gateWords)(unsafe.Pointer(&g.mem[0])) }
+func (g *Page) words() *gateWords { return (*gateWords)(unsafe.Pointer(&g.mem[0])) }
 
-// set records that run holds the gate until deadline (0: no bound), and
+// Set records that run holds the gate until deadline (0: no bound), and
 // which bound that is.
-func (g *gatePage) set(run uint64, deadline int64, b gateBound) {
+func (g *Page) Set(run uint64, deadline int64, b Bound) {
 	if g == nil {
 		return
 	}
@@ -91,21 +91,21 @@ func (g *gatePage) set(run uint64, deadline int64, b gateBound) {
 	w.seq.Add(1)
 }
 
-// gateEntry is what the page says of the holder.
-type gateEntry struct {
-	holder   uint64
-	deadline int64
-	bound    gateBound
+// Entry is what the page says of the holder.
+type Entry struct {
+	Holder   uint64
+	Deadline int64
+	Bound    Bound
 }
 
-// read returns the page as last written.
-func (g *gatePage) read() gateEntry {
+// Read returns the page as last written.
+func (g *Page) Read() Entry {
 	if g == nil {
-		return gateEntry{}
+		return Entry{}
 	}
 	w := g.words()
-	load := func() gateEntry {
-		return gateEntry{holder: w.holder.Load(), deadline: w.deadline.Load(), bound: gateBound(w.bound.Load())}
+	load := func() Entry {
+		return Entry{Holder: w.holder.Load(), Deadline: w.deadline.Load(), Bound: Bound(w.bound.Load())}
 	}
 	for range 100 {
 		s1 := w.seq.Load()
@@ -119,36 +119,36 @@ func (g *gatePage) read() gateEntry {
 	return load()
 }
 
-// closeFile drops the descriptor once the worker has its own copy.
-func (g *gatePage) closeFile() {
+// CloseFile drops the descriptor once the worker has its own copy.
+func (g *Page) CloseFile() {
 	if g != nil && g.file != nil {
 		g.file.Close()
 		g.file = nil
 	}
 }
 
-// release unmaps the page; the parent calls it once the worker is reaped.
-func (g *gatePage) release() {
+// Release unmaps the page; the parent calls it once the worker is reaped.
+func (g *Page) Release() {
 	if g == nil {
 		return
 	}
-	g.closeFile()
+	g.CloseFile()
 	if g.mem != nil {
 		_ = unix.Munmap(g.mem)
 		g.mem = nil
 	}
 }
 
-// monoNow is CLOCK_MONOTONIC in nanoseconds: the one clock the parent and
+// MonoNow is CLOCK_MONOTONIC in nanoseconds: the one clock the parent and
 // its workers share.
-func monoNow() int64 {
+func MonoNow() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
 }
 
-// extraFile is the descriptor to pass to the worker, nil when none.
-func (g *gatePage) extraFile() *os.File {
+// ExtraFile is the descriptor to pass to the worker, nil when none.
+func (g *Page) ExtraFile() *os.File {
 	if g == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package local
+package wire
 
 import (
 	"bytes"
@@ -23,34 +23,34 @@ const frameHeaderSize = 4
 // module map) or a tool's answer still gets a ceiling so that neither side
 // ever allocates an unbounded buffer off a length it read.
 const (
-	maxWorkerFrame = 4 << 20  // worker → parent
-	maxParentFrame = 64 << 20 // parent → worker
+	MaxWorkerFrame = 4 << 20  // worker → parent
+	MaxParentFrame = 64 << 20 // parent → worker
 )
 
-// frameKind says what a frame is. A worker hosts many runs at once, so
+// Kind says what a frame is. A worker hosts many runs at once, so
 // every frame about one carries its run id, which the parent assigns.
-type frameKind string
+type Kind string
 
 const (
-	kindInit           frameKind = "init"           // parent → worker: limits, before anything else
-	kindReady          frameKind = "ready"          // worker → parent: limits applied, serving
-	kindJob            frameKind = "job"            // parent → worker: start one run
-	kindCancel         frameKind = "cancel"         // parent → worker: stop a run
-	kindDispatch       frameKind = "dispatch"       // worker → parent: one tool call of a run
-	kindDispatchAnswer frameKind = "dispatchAnswer" // parent → worker: the tool call's envelope
-	kindOutbound       frameKind = "outbound"       // worker → parent: one stub-mode request of a run
-	kindOutboundAnswer frameKind = "outboundAnswer" // parent → worker: its response
-	kindResult         frameKind = "result"         // worker → parent: a run's envelope
-	kindInvoke         frameKind = "invoke"         // parent → worker: one invocation of a retained handler
-	kindInvokeAnswer   frameKind = "invokeAnswer"   // worker → parent: its response or rejection
-	kindRelease        frameKind = "release"        // parent → worker: close a retained run's handles
-	kindEnded          frameKind = "ended"          // worker → parent: a retained run is gone (released, or ended by a bound)
+	KindInit           Kind = "init"           // parent → worker: limits, before anything else
+	KindReady          Kind = "ready"          // worker → parent: limits applied, serving
+	KindJob            Kind = "job"            // parent → worker: start one run
+	KindCancel         Kind = "cancel"         // parent → worker: stop a run
+	KindDispatch       Kind = "dispatch"       // worker → parent: one tool call of a run
+	KindDispatchAnswer Kind = "dispatchAnswer" // parent → worker: the tool call's envelope
+	KindOutbound       Kind = "outbound"       // worker → parent: one stub-mode request of a run
+	KindOutboundAnswer Kind = "outboundAnswer" // parent → worker: its response
+	KindResult         Kind = "result"         // worker → parent: a run's envelope
+	KindInvoke         Kind = "invoke"         // parent → worker: one invocation of a retained handler
+	KindInvokeAnswer   Kind = "invokeAnswer"   // worker → parent: its response or rejection
+	KindRelease        Kind = "release"        // parent → worker: close a retained run's handles
+	KindEnded          Kind = "ended"          // worker → parent: a retained run is gone (released, or ended by a bound)
 )
 
-// message is every frame's JSON shape.
-type message struct {
+// Message is every frame's JSON shape.
+type Message struct {
 	// Kind says which of the fields below are set.
-	Kind frameKind `json:"kind"`
+	Kind Kind `json:"kind"`
 	// Run names the run a frame is about.
 	Run uint64 `json:"run,omitempty"`
 	// ID pairs a host call or an invocation with its answer. The worker
@@ -58,9 +58,9 @@ type message struct {
 	// arrives after its run ended never matches a call of another run.
 	ID uint64 `json:"id,omitempty"`
 
-	Job   *sandbox.Job  `json:"job,omitempty"`
-	Init  *initMessage  `json:"init,omitempty"`
-	Ready *readyMessage `json:"ready,omitempty"`
+	Job   *sandbox.Job `json:"job,omitempty"`
+	Init  *Init        `json:"init,omitempty"`
+	Ready *Ready       `json:"ready,omitempty"`
 
 	Provider string `json:"provider,omitempty"`
 	Tool     string `json:"tool,omitempty"`
@@ -93,8 +93,8 @@ type message struct {
 	Broken bool `json:"broken,omitempty"`
 }
 
-// initMessage carries the per-worker limits.
-type initMessage struct {
+// Init carries the per-worker limits.
+type Init struct {
 	// MemoryLimitMB is a run's memory limit unless its job sets a lower
 	// one; it also caps a goroutine's stack.
 	MemoryLimitMB int `json:"memoryLimitMB"`
@@ -109,8 +109,8 @@ type initMessage struct {
 	Sockets bool `json:"sockets,omitempty"`
 }
 
-// readyMessage reports what the worker applied.
-type readyMessage struct {
+// Ready reports what the worker applied.
+type Ready struct {
 	PID int `json:"pid"`
 	// RlimitAS is the address-space limit set, in bytes; 0 when none.
 	RlimitAS uint64 `json:"rlimitAS"`
@@ -118,39 +118,43 @@ type readyMessage struct {
 	Confined bool `json:"confined,omitempty"`
 }
 
+// Errors of a frame the reader refused.
 var (
-	errFrameEmpty    = errors.New("empty frame")
-	errFrameTooLarge = errors.New("frame exceeds its bound")
+	ErrFrameEmpty    = errors.New("empty frame")
+	ErrFrameTooLarge = errors.New("frame exceeds its bound")
 )
 
-// frameTooLargeError is a message the writer refused to send: larger than
-// the reader's bound. It matches errFrameTooLarge.
-type frameTooLargeError struct {
-	kind      frameKind
-	size, max int
+// FrameTooLargeError is a message the writer refused to send: larger than
+// the reader's bound. It matches ErrFrameTooLarge.
+type FrameTooLargeError struct {
+	Kind      Kind // the message's
+	Size, Max int  // its encoded size and the reader's bound, in bytes
 }
 
-func (e *frameTooLargeError) Error() string {
-	return fmt.Sprintf("%s frame of %d bytes: %v (%d)", e.kind, e.size, errFrameTooLarge, e.max)
+func (e *FrameTooLargeError) Error() string {
+	return fmt.Sprintf("%s frame of %d bytes: %v (%d)", e.Kind, e.Size, ErrFrameTooLarge, e.Max)
 }
 
-func (e *frameTooLargeError) Is(target error) bool { return target == errFrameTooLarge }
+func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
 
 // frameBufKeep is the largest frame buffer kept for reuse; a rare large
 // frame (a job with a big module map) does not pin its memory afterwards.
 const frameBufKeep = 64 << 10
 
-// frameWriter writes frames to one stream, reusing its encode buffer.
+// Writer writes frames to one stream, reusing its encode buffer.
 // Callers serialize their calls.
-type frameWriter struct {
+type Writer struct {
 	w   io.Writer
 	buf bytes.Buffer
 }
 
-// write encodes m as one frame and writes it with a single Write. It
+// NewWriter is a Writer of frames to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write encodes m as one frame and writes it with a single Write. It
 // refuses a message larger than max instead of sending something the
 // reader would reject.
-func (fw *frameWriter) write(m *message, max int) error {
+func (fw *Writer) Write(m *Message, max int) error {
 	b := &fw.buf
 	defer func() {
 		if b.Cap() > frameBufKeep {
@@ -166,24 +170,27 @@ func (fw *frameWriter) write(m *message, max int) error {
 	frame = frame[:len(frame)-1] // Encode's newline
 	n := len(frame) - frameHeaderSize
 	if n > max {
-		return &frameTooLargeError{kind: m.Kind, size: n, max: max}
+		return &FrameTooLargeError{Kind: m.Kind, Size: n, Max: max}
 	}
 	binary.BigEndian.PutUint32(frame, uint32(n))
 	_, err := fw.w.Write(frame)
 	return err
 }
 
-// frameReader reads frames from one stream, reusing its body buffer:
+// Reader reads frames from one stream, reusing its body buffer:
 // decoding copies every string out of it.
-type frameReader struct {
+type Reader struct {
 	r    io.Reader
 	body []byte
 }
 
-// read decodes one frame of at most max bytes. io.EOF means the stream
+// NewReader is a Reader of frames from r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
+
+// Read decodes one frame of at most max bytes. io.EOF means the stream
 // ended cleanly between frames; any other error means the stream is
 // unusable and its writer must be treated as broken.
-func (fr *frameReader) read(max int) (*message, error) {
+func (fr *Reader) Read(max int) (*Message, error) {
 	var hdr [frameHeaderSize]byte
 	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -193,10 +200,10 @@ func (fr *frameReader) read(max int) (*message, error) {
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n == 0 {
-		return nil, errFrameEmpty
+		return nil, ErrFrameEmpty
 	}
 	if uint64(n) > uint64(max) {
-		return nil, fmt.Errorf("frame of %d bytes: %w (%d)", n, errFrameTooLarge, max)
+		return nil, fmt.Errorf("frame of %d bytes: %w (%d)", n, ErrFrameTooLarge, max)
 	}
 	if uint64(n) > uint64(cap(fr.body)) {
 		fr.body = make([]byte, n)
@@ -211,7 +218,7 @@ func (fr *frameReader) read(max int) (*message, error) {
 		}
 		return nil, fmt.Errorf("truncated frame body: %w", err)
 	}
-	m := new(message)
+	m := new(Message)
 	if err := json.Unmarshal(body, m); err != nil {
 		return nil, fmt.Errorf("malformed frame: %w", err)
 	}

@@ -1,0 +1,15 @@
+// Package wire is the protocol between the gateway and its worker
+// processes: the length-prefixed JSON frames each side writes to the other
+// (frame.go), the page of memory they share, on which a worker says which
+// run holds its CPU gate and until when (gatepage_*.go), and the
+// environment marker that makes a process a worker (WorkerEnv). Both
+// sides import it, so that neither needs the other's package to speak.
+package wire
+
+// WorkerEnv marks a process started by the pool as a worker. An environment
+// variable rather than an argument, so that any main (a test binary with its
+// own flags included) can serve as the worker command.
+const (
+	WorkerEnv      = "CODEMODE_LOCAL_WORKER"
+	WorkerEnvValue = "v2"
+)
