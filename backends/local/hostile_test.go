@@ -281,9 +281,9 @@ func TestHostilePrograms(t *testing.T) {
 
 // Under a memory limit larger than the Go stack the worker allows, deeply
 // nested source built at run time still ends in the memory text: the
-// parser's recursion hits the stack cap the worker set (workerMaxStackMB,
-// see TestWorkerGCPercent), and the parent reads the runtime's words for
-// it as a memory death, not as WORKER_CRASHED.
+// parser's recursion hits the stack cap the worker set (package worker's
+// workerMaxStackMB, see its TestWorkerGCPercent), and the parent reads the
+// runtime's words for it as a memory death, not as WORKER_CRASHED.
 func TestDeepSourceUnderALargeMemoryLimit(t *testing.T) {
 	const limitMB = 2048
 	e := newPool(t, Options{PoolSize: 1, MemoryLimitMB: limitMB})

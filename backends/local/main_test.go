@@ -3,6 +3,8 @@ package local
 import (
 	"os"
 	"testing"
+
+	inworker "github.com/supolka/codemode-gateway/backends/local/internal/worker"
 )
 
 // scriptedEnv makes a test worker run scripted jobs (scriptedRun) instead
@@ -13,7 +15,7 @@ const scriptedEnv = "CODEMODE_LOCAL_TEST_SCRIPTED=1"
 func TestMain(m *testing.M) {
 	// The test binary is its own worker: the pool re-executes it.
 	if os.Getenv("CODEMODE_LOCAL_TEST_SCRIPTED") == "1" {
-		workerRun = scriptedRun
+		inworker.ServeIfRequested(scriptedRun)
 	}
 	RunWorkerIfRequested()
 	code := m.Run()

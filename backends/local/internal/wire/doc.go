@@ -2,8 +2,9 @@
 // processes: the length-prefixed JSON frames each side writes to the other
 // (frame.go), the page of memory they share, on which a worker says which
 // run holds its CPU gate and until when (gatepage_*.go), and the
-// environment marker that makes a process a worker (WorkerEnv). Both
-// sides import it, so that neither needs the other's package to speak.
+// environment marker that makes a process a worker (WorkerEnv), with the
+// one reading of /proc both sides make (ReadStatm). The parent's side is
+// package local, the worker's package worker.
 package wire
 
 // WorkerEnv marks a process started by the pool as a worker. An environment

@@ -1,4 +1,4 @@
-package local
+package worker
 
 import (
 	"bufio"
@@ -30,26 +30,21 @@ const (
 	exitConfine    = 6 // the system-call filter would not load
 )
 
-// runFunc is sandbox.Run's signature; tests of the pool may swap it.
-type runFunc func(ctx context.Context, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, error)
+// RunFunc is sandbox.Run's signature; tests of the pool may swap it.
+type RunFunc func(ctx context.Context, job sandbox.Job, host sandbox.Host) (*protocol.ExecuteResult, error)
 
-// workerRun is the run function a worker uses; nil is the sandbox, each run
-// in a runtime prepared ahead of time. It is a variable only so that a test
-// binary serving as its own worker can install a stand-in before calling
-// RunWorkerIfRequested; production code never changes it.
-var workerRun runFunc
-
-// RunWorkerIfRequested turns the process into a pool worker when the pool
-// started it as one: it serves jobs on stdin and stdout until the parent
-// closes stdin, then exits. In any other process it returns at once. A main
-// that embeds this package calls it first, before flags or logging are set
-// up, so that the re-executed binary becomes a worker and nothing else.
-func RunWorkerIfRequested() {
+// ServeIfRequested turns the process into a pool worker when the pool
+// started it as one (wire.WorkerEnv): it serves jobs on stdin and stdout
+// with run until the parent closes stdin, then exits. In any other process
+// it returns at once. run nil is the sandbox, each run in a runtime
+// prepared ahead of time; a test binary serving as its own worker passes a
+// stand-in, production code nil (local.RunWorkerIfRequested).
+func ServeIfRequested(run RunFunc) {
 	if os.Getenv(wire.WorkerEnv) != wire.WorkerEnvValue {
 		return
 	}
 	in, out := os.Stdin, claimStdout()
-	os.Exit(serveWorkerWith(in, out, workerRun, wire.OpenPage()))
+	os.Exit(serveWorkerWith(in, out, run, wire.OpenPage()))
 }
 
 // preparedStock is how many runtimes a worker keeps built ahead of its
@@ -62,7 +57,7 @@ type workerServer struct {
 	wmu sync.Mutex   // one frame at a time on out
 	out *wire.Writer // guarded by wmu
 
-	run       runFunc // nil: the sandbox
+	run       RunFunc // nil: the sandbox
 	limitMB   int     // a run's memory limit unless its job sets a lower one
 	gate      *cpuGate
 	returning atomic.Bool // returnMemory is at work
@@ -97,12 +92,12 @@ type hostedRun struct {
 }
 
 // serveWorker runs the worker protocol without a gate page.
-func serveWorker(in io.Reader, out io.Writer, run runFunc) int {
+func serveWorker(in io.Reader, out io.Writer, run RunFunc) int {
 	return serveWorkerWith(in, out, run, nil)
 }
 
 // serveWorkerWith runs the worker protocol and returns the exit code.
-func serveWorkerWith(in io.Reader, out io.Writer, run runFunc, page *wire.Page) int {
+func serveWorkerWith(in io.Reader, out io.Writer, run RunFunc, page *wire.Page) int {
 	s := &workerServer{out: wire.NewWriter(out), run: run,
 		pending: map[uint64]func(*wire.Message){}, runs: map[uint64]*hostedRun{}}
 	fr := wire.NewReader(bufio.NewReaderSize(in, 64<<10))
@@ -216,6 +211,15 @@ func (s *workerServer) handle(m *wire.Message) bool {
 		return false
 	}
 	return true
+}
+
+// memoryLimit is a job's own lower limit, else the worker's (as the
+// executor resolves a request's against its own).
+func memoryLimit(requested, own int) int {
+	if requested > 0 && requested < own {
+		return requested
+	}
+	return own
 }
 
 // find is the run a frame names, or nil once the run has sent its last
