@@ -83,7 +83,7 @@ func (s *session) work(fn func()) {
 // newClock is a fresh clock of the job's bound; wall counts host waits too.
 func (s *session) newClock(wall bool) *runClock {
 	return newRunClock(time.Duration(s.bound())*time.Millisecond, wall, func() {
-		s.vm.Interrupt(interruptTimeout{})
+		s.interrupt(interruptTimeout{})
 	})
 }
 
@@ -93,6 +93,7 @@ func (s *session) newClock(wall bool) *runClock {
 func (s *session) disarm(clock *runClock) {
 	if clock.disarm() && !s.stopped {
 		s.vm.ClearInterrupt()
+		s.interruptedAt.Store(0)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -88,6 +89,11 @@ type session struct {
 
 	tasks chan func() // host answers, queued back onto the loop
 	done  chan struct{}
+	// interruptedAt is when the runtime was interrupted (Unix nanoseconds),
+	// zero while it runs on: the clock's timer and the context's end write
+	// it from their own goroutines, and the guards' long loops read it
+	// (halted) to stop where goja's interrupt cannot reach.
+	interruptedAt atomic.Int64
 
 	// clock is the clock of the current turn: the run's until the entry
 	// settles, then the clock of a retained session's invocation in flight
@@ -216,7 +222,7 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 
 	clock := s.newClock(job.CountHostWaits)
 	s.clock = clock
-	stopCancel := context.AfterFunc(parent, func() { s.vm.Interrupt(interruptCancel{}) })
+	stopCancel := context.AfterFunc(parent, func() { s.interrupt(interruptCancel{}) })
 	s.release = func() {
 		stopCancel()
 		clock.disarm()
@@ -358,8 +364,20 @@ func (s *session) guard(fn func(goja.FunctionCall) goja.Value) func(goja.Functio
 // JavaScript runs after it and the run ends with an INTERNAL fault.
 func (s *session) breakRun() {
 	s.broken = true
-	s.vm.Interrupt(interruptBroken{})
+	s.interrupt(interruptBroken{})
 }
+
+// interrupt records that the run was interrupted, then interrupts the
+// runtime with v (one of the interrupt values). Any goroutine may call it.
+func (s *session) interrupt(v any) {
+	s.interruptedAt.CompareAndSwap(0, time.Now().UnixNano())
+	s.vm.Interrupt(v)
+}
+
+// halted reports whether the runtime was interrupted and not cleared
+// since: goja stops at its next instruction, and native work in progress
+// (a guard's long loop) should stop too.
+func (s *session) halted() bool { return s.interruptedAt.Load() != 0 }
 
 // newError builds a plain Error with message text, through the Error
 // constructor the bootstrap captured.
@@ -559,7 +577,7 @@ func (s *session) uncaught(call goja.FunctionCall) goja.Value {
 	}
 	s.stopped = true
 	s.fatal = thrown(call.Argument(0).String())
-	s.vm.Interrupt(interruptCancel{})
+	s.interrupt(interruptCancel{})
 	return goja.Undefined()
 }
 
