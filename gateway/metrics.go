@@ -33,6 +33,7 @@ type metrics struct {
 	authFailures *prometheus.CounterVec
 	refusals     *prometheus.CounterVec
 	queueWait    *prometheus.HistogramVec
+	cpuWait      *prometheus.HistogramVec
 	usage        usageMetrics
 	// collectors are every registered collector, for the test that checks
 	// the dashboards and alerts name only series that exist.
@@ -64,7 +65,9 @@ func newMetrics(g *Gateway) *metrics {
 		"Executions and connections turned away, by tenant and reason: rate, concurrency, budget_executions, budget_run_clock, connections, draining, and from a backend queue_full, queue_wait or backend.", "tenant", "reason")
 	m.queueWait = histogramVec("codemode_queue_wait_seconds",
 		"Time executions waited for room in their backend before they started, as local backends report it.", prometheus.ExponentialBuckets(0.0001, 4, 10), "tenant", "backend")
-	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.requests, m.runClock, m.connections, m.authFailures, m.refusals, m.queueWait} {
+	m.cpuWait = histogramVec("codemode_cpu_wait_seconds",
+		"Time each execution's work waited for a CPU behind the tenant's other executions in its worker process, ready to run (part of its run clock), as local backends report it.", prometheus.ExponentialBuckets(0.0001, 4, 10), "tenant", "backend")
+	for _, c := range []prometheus.Collector{m.executions, m.wall, m.inFlight, m.toolCalls, m.toolLatency, m.outbound, m.requests, m.runClock, m.connections, m.authFailures, m.refusals, m.queueWait, m.cpuWait} {
 		f(c)
 	}
 	ps := g.handles.pins
@@ -323,6 +326,14 @@ func newUsageMetrics(register func(prometheus.Collector)) usageMetrics {
 	}
 	register(u.peakHeap)
 	return u
+}
+
+// observeRetained adds what a retained execution used after its result
+// (an invocation, its timers) to its tenant's time series; the execution's
+// own peak was observed with its result.
+func (u usageMetrics) observeRetained(tenant string, x *protocol.Usage) {
+	u.cpu.WithLabelValues(tenant).Add(x.CPU.Seconds())
+	u.runClock.WithLabelValues(tenant).Add(x.RunClock.Seconds())
 }
 
 // observe adds one execution's usage to its tenant's.

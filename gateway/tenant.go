@@ -181,6 +181,16 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 				caller.HandlesClosed(outer)
 			}
 		}
+		// What the retained execution uses after its result (invocations,
+		// timers between them) is the tenant's too: its usage series and
+		// its run-clock budget.
+		p.Usage = func(u *protocol.Usage) {
+			t.m.usage.observeRetained(t.name, u)
+			t.settings.Load().budget.charge(t.now(), u.RunClock)
+			if caller.Usage != nil {
+				caller.Usage(u)
+			}
+		}
 	}
 	r.Timeout = set.capTimeout(req.Timeout)
 	if r.Outbound.Mode() == protocol.OutboundNative && !(set.policy.NativeOutbound && set.group.nativeOutbound) {
@@ -220,6 +230,7 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 	}
 	if err == nil && reportsQueueWait(m) {
 		t.m.queueWait.WithLabelValues(t.name, set.group.name).Observe(res.QueueWait.Seconds())
+		t.m.cpuWait.WithLabelValues(t.name, set.group.name).Observe(res.CPUWait.Seconds())
 	}
 	if err == nil && mode == protocol.OutboundNative && res.OutboundRequests > 0 {
 		t.m.requests.WithLabelValues(t.name, "native").Add(float64(res.OutboundRequests))

@@ -31,6 +31,13 @@ type Policy struct {
 	// function it cannot tell sooner. Whoever keeps something alive for the
 	// handles (a duplicated outbound stub, a pin) lets go of it here.
 	HandlesClosed func(executionID string)
+	// Usage, when set, is called with what a retained execution of this
+	// request used after its result (whose Usage covers the run up to the
+	// grant): each invocation, and the work its timers did between
+	// invocations, as the executor measures them, in the order they
+	// happened, each on a goroutine of the executor's (never the caller's).
+	// An executor that does not measure usage never calls it.
+	Usage func(*Usage)
 }
 
 // PolicyExecutor is an Executor that takes a Policy beside each request.

@@ -64,6 +64,10 @@ type ExecuteResult struct {
 	// QueueWait is how long the execution waited for room in its
 	// executor, for an operator's metrics. Go-only, like RunClock.
 	QueueWait time.Duration
+	// CPUWait is how long the run's work waited for a CPU behind other
+	// runs of its own executor process while it was ready to run (part of
+	// its run clock), for an operator's metrics. Go-only, like RunClock.
+	CPUWait time.Duration
 	// Usage is what the execution used, when its executor measures it. It
 	// crosses the wire as the result message's optional usage member (an
 	// extension).

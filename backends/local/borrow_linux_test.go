@@ -15,19 +15,29 @@ import (
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// niceOf reads a process's nice value from /proc/PID/stat (field 19).
+// niceOf is the lowest nice value among a process's threads, from
+// /proc/PID/task/TID/stat (field 19): the value its threads start at. A
+// thread that ran a hog piece is lower in priority than the rest.
 func niceOf(t *testing.T, pid int) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
-	n, err := strconv.Atoi(string(f[16]))
-	if err != nil {
-		t.Fatal(err)
+	lowest := 100
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue // the thread ended
+		}
+		f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+		n, err := strconv.Atoi(string(f[16]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lowest = min(lowest, n)
 	}
-	return n
+	return lowest
 }
 
 // spinPids runs n CPU-bound scripted runs of tenant t at once and returns

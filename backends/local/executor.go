@@ -98,6 +98,7 @@ func (e *Executor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest
 		e.traceStart(ctx, w, wait)
 		r = e.newRun(ctx, w, req, job)
 		r.handlesClosed = p.HandlesClosed
+		r.usageAfter = p.Usage
 		if e.placed != nil {
 			e.placed(w)
 		}

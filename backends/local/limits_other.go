@@ -22,3 +22,9 @@ const confineSupported = false
 func killGroup(pid int) {}
 
 func lowerPriority(pid, nice int) {}
+
+func lowerThread(pid, tid, nice int) {}
+
+func pinProcess(pid, cpu int) bool { return false }
+
+func allowedCPUs() []int { return nil }

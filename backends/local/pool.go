@@ -42,6 +42,8 @@ type pool struct {
 	bound    int     // how many executions of one tenant may wait (QueueBound)
 	queued   int     // executions waiting, over all tenants
 	runWall  float64 // seconds an execution took lately (EWMA), for retry hints
+	cpus     []int   // the CPUs workers may be pinned to: the gateway's own
+	nextCPU  int     // where the search for the least-loaded CPU starts
 }
 
 // tenantPool is one tenant's part of the pool.
@@ -70,6 +72,7 @@ func (wt *waiter) fail(err error) { wt.ready <- placement{err: err} }
 const usageHalfLife = 10 * time.Second
 
 func (p *pool) init(bound int) {
+	p.cpus = allowedCPUs()
 	p.bound = bound
 	p.live = map[*worker]struct{}{}
 	p.workers = map[*worker]struct{}{}
@@ -205,12 +208,9 @@ func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 		share := e.opts.shareOf(t.name)
 		switch own := t.ownWorkers(); {
 		case own < share.slots:
-			return e.claimLocked(t)
+			return e.claimLocked(t, false)
 		case len(t.workers) < share.borrow && alone():
-			w := e.claimLocked(t)
-			w.borrowed = true
-			lowerPriority(w.p.pid, borrowedNice)
-			return w
+			return e.claimLocked(t, true)
 		}
 	}
 	return best
@@ -269,13 +269,54 @@ func (w *worker) active() int {
 	return max(0, w.runs-w.retained-int(w.parked.Load()))
 }
 
-// claimLocked gives the oldest spare to t.
-func (e *Executor) claimLocked(t *tenantPool) *worker {
+// claimLocked gives the oldest spare to t, borrowed beyond its share or
+// not, and pins it to a CPU.
+func (e *Executor) claimLocked(t *tenantPool, borrowed bool) *worker {
 	w := e.pool.spares[0]
 	e.pool.spares = e.pool.spares[1:]
-	w.claimed, w.tenant = true, t.name
+	w.claimed, w.tenant, w.borrowed = true, t.name, borrowed
+	if borrowed {
+		w.nice.Store(borrowedNice)
+		lowerPriority(w.p.pid, borrowedNice)
+	}
 	t.workers = append(t.workers, w)
+	e.pinLocked(w)
 	return w
+}
+
+// pinLocked confines w to the CPU the fewest claimed workers are pinned to
+// (a borrowed one counts half: it yields to the others and goes once they
+// come). A worker is its tenant's CPU slot: its runs execute side by side
+// on their own threads, and on one CPU those take turns, which is what
+// lets its meter tell which run allocated what, and the kernel give a
+// sibling's short piece the CPU ahead of a hog. e.mu is held.
+func (e *Executor) pinLocked(w *worker) {
+	cpus := e.pool.cpus
+	if len(cpus) == 0 {
+		return
+	}
+	load := map[int]int{}
+	for v := range e.pool.workers {
+		if v == w || !v.claimed || v.gone || v.p.cpu < 0 {
+			continue
+		}
+		if v.borrowed {
+			load[v.p.cpu]++
+		} else {
+			load[v.p.cpu] += 2
+		}
+	}
+	best := -1
+	for i := range cpus {
+		c := cpus[(e.pool.nextCPU+i)%len(cpus)]
+		if best < 0 || load[c] < load[best] {
+			best = c
+		}
+	}
+	e.pool.nextCPU++
+	if pinProcess(w.p.pid, best) {
+		w.p.cpu = best
+	}
 }
 
 // assignLocked counts one more execution on w.
@@ -354,7 +395,7 @@ func (e *Executor) kickLocked() {
 		if t == nil {
 			return
 		}
-		e.handOutLocked(t, e.claimLocked(t))
+		e.handOutLocked(t, e.claimLocked(t, false))
 	}
 }
 
@@ -460,7 +501,7 @@ func (e *Executor) spawnLocked() {
 		}
 		if e.closed {
 			p.kill(killClosed)
-			go func() { <-p.exited; p.page.Release() }()
+			go func() { <-p.exited; p.table.Release() }()
 			return
 		}
 		e.stats.workersStarted.Add(1)

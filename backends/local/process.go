@@ -52,9 +52,15 @@ type process struct {
 	// the worker's memory plus headroom above it; untouched pages never
 	// count towards RSS, and those are RLIMIT_AS's to refuse.
 	baseRSS uint64
-	// page is the gate page shared with the worker; nil outside Linux.
-	page *wire.Page
+	// table is the run table shared with the worker; nil outside Linux.
+	table *wire.Table
+	// cpu is the CPU the worker is pinned to; -1: none.
+	cpu int
 }
+
+// tableSpare is how many slots a run table has beyond RunsPerWorker: runs
+// on their way out of a worker still hold theirs.
+const tableSpare = 8
 
 // workerEnvPassed are the only variables of the gateway's environment a
 // worker inherits. The rest stays out: a gateway's environment carries
@@ -78,21 +84,21 @@ func workerEnvironment(extra []string) []string {
 
 // spawn starts one worker and waits for its ready frame.
 func spawn(o *Options) (*process, error) {
-	page, err := wire.NewPage()
+	table, err := wire.NewTable(o.RunsPerWorker + tableSpare)
 	if err != nil {
 		return nil, err
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			page.Release()
+			table.Release()
 		}
 	}()
 	cmd := exec.Command(workerPath(o.WorkerCommand[0], o.cred), o.WorkerCommand[1:]...)
 	cmd.Args[0] = o.WorkerCommand[0]
 	cmd.Env = workerEnvironment(o.WorkerEnv)
-	if f := page.ExtraFile(); f != nil {
-		cmd.ExtraFiles = []*os.File{f} // descriptor wire.PageFD in the worker
+	if f := table.ExtraFile(); f != nil {
+		cmd.ExtraFiles = []*os.File{f} // descriptor wire.TableFD in the worker
 	}
 	// Its own process group, so a kill reaches anything it started and no
 	// descendant keeps the pipes open after it.
@@ -112,9 +118,10 @@ func spawn(o *Options) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	page.CloseFile() // the worker has its own descriptor now
+	table.CloseFile() // the worker has its own descriptor now
 	p := &process{
-		page:   page,
+		table:  table,
+		cpu:    -1,
 		cmd:    cmd,
 		pid:    cmd.Process.Pid,
 		stdin:  stdin,
@@ -139,7 +146,7 @@ func spawn(o *Options) (*process, error) {
 	// release it once the process is reaped, and after a start whoever
 	// watches the worker does (it reads the page after the worker died).
 	ok = true
-	failed := func() { go func() { <-p.exited; page.Release() }() }
+	failed := func() { go func() { <-p.exited; table.Release() }() }
 
 	init := &wire.Message{Kind: wire.KindInit, Init: &wire.Init{
 		MemoryLimitMB:  o.MemoryLimitMB,

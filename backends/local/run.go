@@ -54,6 +54,12 @@ type run struct {
 	// handlesClosed is the caller's Policy.HandlesClosed, called when the
 	// retained execution closes.
 	handlesClosed func(executionID string)
+	// usageAfter is the caller's Policy.Usage; billedCPU is the CPU the
+	// worker had reported for the run when it was last billed (the watcher
+	// alone touches it).
+	usageAfter func(*protocol.Usage)
+	billedCPU  time.Duration
+	usageQueue serial
 }
 
 const (
@@ -106,6 +112,55 @@ func (r *run) abandon() bool {
 		r.w.kill(killProtocol, 0)
 	}
 	return true
+}
+
+// billRetained reports, through the caller's Policy.Usage, what a retained
+// run used since it was last billed: m is an invocation's answer or the
+// session's end, carrying the worker's figures.
+func (r *run) billRetained(m *wire.Message) {
+	cpu := time.Duration(m.CPUNanos)
+	u := &protocol.Usage{RunClock: time.Duration(m.ClockNanos), CPU: max(0, cpu-r.billedCPU), PeakHeapBytes: m.PeakHeap}
+	r.billedCPU = max(r.billedCPU, cpu)
+	if r.usageAfter != nil && (u.RunClock > 0 || u.CPU > 0) {
+		r.usageQueue.add(func() { r.usageAfter(u) })
+	}
+}
+
+// serial runs functions one at a time, in the order they were added, on a
+// goroutine of its own: a caller's hook never holds up the worker's watcher
+// and sees what it is told in order.
+type serial struct {
+	mu      sync.Mutex
+	pending []func()
+	running bool
+}
+
+func (q *serial) add(fn func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, fn)
+	if !q.running {
+		q.running = true
+		go q.drain()
+	}
+}
+
+func (q *serial) drain() {
+	for {
+		q.mu.Lock()
+		if len(q.pending) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		fn := q.pending[0]
+		q.pending = q.pending[1:]
+		q.mu.Unlock()
+		func() {
+			defer func() { _ = recover() }() // a caller's hook that panics is its own
+			fn()
+		}()
+	}
 }
 
 // hostCall is one dispatch or outbound frame of the run and the context
@@ -271,6 +326,8 @@ type deathNote struct {
 	reason killReason // the parent's, when it killed the worker
 	blamed uint64     // the run the death is charged to; 0: none
 	oom    bool       // the runtime died out of memory
+	// used is what the worker's table said each run had used.
+	used map[uint64]wire.Slot
 }
 
 // deathKind is what ended a worker, in the order a death is classified.
@@ -361,6 +418,11 @@ func (r *run) died(d deathNote) error {
 	r.heldCancel()
 	bound := d.bound(r)
 	if h := r.held.Load(); h != nil {
+		// What the session used since it was last billed, as the worker's
+		// table last said.
+		if s, ok := d.used[r.id]; ok {
+			r.billRetained(&wire.Message{CPUNanos: int64(s.CPU), PeakHeap: s.Peak})
+		}
 		h.end(bound, d.fault())
 		return h.endErr
 	}
@@ -371,6 +433,8 @@ func (r *run) died(d deathNote) error {
 		out.err = context.Canceled
 	case bound != nil:
 		out.res = failure(bound)
+		out.res.RunClock = d.used[r.id].Clock
+		out.res.Usage = r.usageOfSlot(d.used[r.id])
 	default:
 		out.err = d.fault()
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	inworker "github.com/supolka/codemode-gateway/backends/local/internal/worker"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -39,7 +40,9 @@ func scriptedEnvelope(ctx context.Context, job sandbox.Job, host sandbox.Host) *
 			return func() {}
 		}
 		gate.Leave()
-		return func() { gate.Enter(context.WithoutCancel(ctx), time.Duration(job.TimeoutMs)*time.Millisecond) }
+		return func() {
+			gate.Enter(context.WithoutCancel(ctx), inworker.BoundClock(time.Duration(job.TimeoutMs)*time.Millisecond))
+		}
 	}
 	var out []any
 	keep := [][]byte{}

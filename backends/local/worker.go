@@ -29,6 +29,7 @@ type worker struct {
 	idleSince time.Time
 	gone      bool
 
+	nice      atomic.Int32  // the process's nice value: borrowedNice once borrowed
 	parked    atomic.Int32  // runs with a host call open
 	abandoned atomic.Int32  // runs whose caller gave up, still on their way out
 	rss       atomic.Uint64 // the last RSS read
@@ -170,6 +171,11 @@ func (w *worker) watch() {
 // does not know, or of a kind it does not expect, kills the worker:
 // nothing after it can be trusted.
 func (w *worker) frame(m *wire.Message) {
+	if m.Kind == wire.KindHog {
+		// About a thread, not a run: the run may have ended since.
+		w.lowerHog(m.TID)
+		return
+	}
 	r := w.lookup(m.Run)
 	if r == nil {
 		w.kill(killProtocol, 0)
@@ -181,6 +187,9 @@ func (w *worker) frame(m *wire.Message) {
 	case wire.KindResult:
 		w.result(r, m)
 	case wire.KindInvokeAnswer:
+		if r.granted {
+			r.billRetained(m)
+		}
 		h := r.held.Load()
 		if h == nil || !h.answer(m) {
 			w.kill(killProtocol, 0)
@@ -195,6 +204,7 @@ func (w *worker) frame(m *wire.Message) {
 			w.kill(killProtocol, 0)
 			return
 		}
+		r.billRetained(m)
 		w.sessionEnded(r, h, m)
 	default:
 		w.kill(killProtocol, 0)
@@ -222,7 +232,9 @@ func (w *worker) result(r *run, m *wire.Message) {
 	}
 	r.runCancel()
 	m.Result.Usage = r.usageOf(m.Result, m)
+	m.Result.CPUWait = time.Duration(m.WaitNanos)
 	r.granted = len(m.Result.Handles) > 0 && r.req.RetainHandles
+	r.billedCPU = time.Duration(m.CPUNanos)
 	if !r.granted {
 		w.forget(r)
 		w.e.runGone(w, r, m.Result.RunClock)
@@ -255,11 +267,11 @@ func (w *worker) sessionEnded(r *run, h *held, m *wire.Message) {
 }
 
 // monitor holds the bounds only the process can hold: the worker's memory
-// (RSS past it kills the worker, charged to the run holding the gate) and
-// the deadline of the run holding the gate (past it plus the kill grace,
-// or past its cancel plus the grace, Go code the interrupt cannot reach is
-// running, and only a kill stops it). It reports whether the worker hosts
-// any run, so that an idle one is not polled.
+// (RSS past it kills the worker, charged to the run estimated to hold the
+// most) and the deadline of every run executing (past it plus the kill
+// grace, or past its cancel plus the grace, Go code the interrupt cannot
+// reach is running, and only a kill stops it). It reports whether the
+// worker hosts any run, so that an idle one is not polled.
 func (w *worker) monitor() bool {
 	w.mu.Lock()
 	busy := len(w.byRun) > 0
@@ -267,31 +279,74 @@ func (w *worker) monitor() bool {
 	if rss, ok := readRSS(w.p.pid); ok {
 		w.rss.Store(rss)
 		if rss > w.e.rssLimit(w.p) {
-			w.kill(killMemory, w.p.page.Read().Holder)
+			w.kill(killMemory, w.heaviest())
 			return true
 		}
 	}
-	g := w.p.page.Read()
-	if g.Holder == 0 {
-		return busy
-	}
 	now, grace := wire.MonoNow(), int64(w.e.opts.KillGrace)
-	if g.Deadline != 0 && now > g.Deadline+grace {
-		if g.Bound == wire.BoundMemory {
-			// Cancelled for its memory and still in Go code with it.
-			w.kill(killMemory, g.Holder)
-		} else {
-			w.kill(killOverrun, g.Holder)
+	executing := false
+	var over wire.Slot
+	w.p.table.Each(func(s wire.Slot) {
+		if !s.Active || over.Run != 0 {
+			return
 		}
-		return true
-	}
-	if r := w.lookup(g.Holder); r != nil {
-		if c := r.cancelledAt.Load(); c != 0 && now > c+grace {
-			w.kill(killOverrun, g.Holder)
+		executing = true
+		switch {
+		case s.Deadline != 0 && now > s.Deadline+grace:
+			over = s
+		default:
+			if r := w.lookup(s.Run); r != nil {
+				if c := r.cancelledAt.Load(); c != 0 && now > c+grace {
+					over = s
+					over.Bound = wire.BoundTime
+				}
+			}
 		}
+	})
+	switch {
+	case over.Run == 0:
+	case over.Bound == wire.BoundMemory:
+		// Cancelled for its memory and still in Go code with it.
+		w.kill(killMemory, over.Run)
+	default:
+		w.kill(killOverrun, over.Run)
 	}
-	return true
+	return busy || executing
 }
+
+// heaviest is the run the worker's table estimates to hold the most
+// memory, which a death of memory is charged to; 0: none.
+func (w *worker) heaviest() uint64 {
+	var run uint64
+	var most int64 = -1
+	w.p.table.Each(func(s wire.Slot) {
+		if s.Heap > most {
+			run, most = s.Run, s.Heap
+		}
+	})
+	return run
+}
+
+// lowerHog lowers the priority of a thread of the worker that runs a piece
+// of work past its slice, so that the short pieces of its siblings take the
+// CPU ahead of it. Only the parent may: the worker's system-call filter
+// lets it change nothing of another thread. A thread that is not the
+// worker's is left alone.
+func (w *worker) lowerHog(tid int) {
+	lowerThread(w.p.pid, tid, min(int(w.nice.Load())+hogNice, maxNice))
+}
+
+// The nice values of hog threads: a hog of a normal worker gets hogNice,
+// one of a borrowed worker (already at borrowedNice) the most there is.
+// Against a thread at nice 0 one at 10 gets about a tenth of the CPU, so
+// short pieces take it promptly; unlike SCHED_IDLE or nice 19 under
+// siblings at 0, it still gets enough to reach the safe points a garbage
+// collection waits for (measured: at SCHED_IDLE a collection's stop of the
+// world waited seconds for starved hog threads).
+const (
+	hogNice = 10
+	maxNice = 19
+)
 
 // rssLimit is the RSS past which the parent kills a worker.
 func (e *Executor) rssLimit(p *process) uint64 {
@@ -305,8 +360,10 @@ func (w *worker) died() {
 	w.p.reap()
 	e := w.e
 	reason := w.p.killedFor()
-	holder := w.p.page.Read().Holder
-	w.p.page.Release()
+	heaviest := w.heaviest()
+	used := map[uint64]wire.Slot{}
+	w.p.table.Each(func(s wire.Slot) { used[s.Run] = s })
+	w.p.table.Release()
 	closing := e.isClosed() // e.mu before w.mu, never inside it
 	w.mu.Lock()
 	d := deathNote{
@@ -314,9 +371,10 @@ func (w *worker) died() {
 		reason: reason,
 		blamed: w.blamed,
 		oom:    w.p.ranOutOfMemory(),
+		used:   used,
 	}
 	if d.blamed == 0 && d.oom {
-		d.blamed = holder
+		d.blamed = heaviest
 	}
 	runs := make([]*run, 0, len(w.byRun))
 	for _, r := range w.byRun {

@@ -9,12 +9,17 @@ import (
 // or while the guest waits on nothing but its own timers, and stops while
 // the only work in flight is a host call (a tool call, a stub outbound
 // request). With wall set it never stops: host waits spend the bound too.
+// A process shared with other runs gives back, through Credit, the time its
+// CPU served other processes while the run executed.
 //
 // When the spent time reaches the bound, onExpire runs once (it interrupts
-// the runtime) and expired closes.
+// the runtime) and expired closes. The loop's goroutine drives it; Left and
+// Credit may come from any goroutine.
 type runClock struct {
-	bound   time.Duration
-	wall    bool
+	bound time.Duration
+	wall  bool
+
+	mu      sync.Mutex
 	spent   time.Duration
 	running bool
 	since   time.Time
@@ -24,6 +29,8 @@ type runClock struct {
 	once     sync.Once
 	onExpire func()
 }
+
+var _ Clock = (*runClock)(nil)
 
 func newRunClock(bound time.Duration, wall bool, onExpire func()) *runClock {
 	c := &runClock{bound: bound, wall: wall, expired: make(chan struct{}), onExpire: onExpire}
@@ -41,12 +48,20 @@ func (c *runClock) fire() {
 
 // resume starts the clock if it is stopped.
 func (c *runClock) resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.running {
 		return
 	}
 	c.running = true
 	c.since = time.Now()
-	left := c.bound - c.spent
+	c.armLocked()
+}
+
+// armLocked sets the timer for what remains of the bound, or fires at once
+// when nothing does. c.mu is held and the clock runs.
+func (c *runClock) armLocked() {
+	left := c.bound - c.spent - time.Since(c.since)
 	if left <= 0 {
 		c.fire()
 		return
@@ -56,6 +71,8 @@ func (c *runClock) resume() {
 
 // pause stops the clock, unless it measures wall time.
 func (c *runClock) pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !c.running || c.wall {
 		return
 	}
@@ -66,33 +83,63 @@ func (c *runClock) pause() {
 
 // elapsed is the time spent on the clock so far.
 func (c *runClock) elapsed() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.elapsedLocked()
+}
+
+func (c *runClock) elapsedLocked() time.Duration {
 	if c.running {
 		return c.spent + time.Since(c.since)
 	}
 	return c.spent
 }
 
+// Credit implements Clock: d of the time spent is given back, never more
+// than was spent; a clock whose bound already passed stays expired.
+func (c *runClock) Credit(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		// First from the stretch in progress: its start moves later.
+		take := min(d, time.Since(c.since))
+		c.since = c.since.Add(take)
+		d -= take
+	}
+	c.spent = max(0, c.spent-d)
+	if c.running && !c.firedLocked() {
+		c.armLocked()
+	}
+}
+
+// firedLocked reports whether the bound already passed and fired. c.mu is
+// held.
+func (c *runClock) firedLocked() bool {
+	select {
+	case <-c.expired:
+		return true
+	default:
+		return false
+	}
+}
+
 // disarm stops the clock for good (its bound no longer applies) and reports
 // whether it had already fired.
 func (c *runClock) disarm() (fired bool) {
+	c.mu.Lock()
 	c.timer.Stop()
+	c.mu.Unlock()
 	fired = true
 	c.once.Do(func() { fired = false })
 	return fired
 }
 
-// suspend stops the clock even when it measures wall time, and reports
-// whether it was running: the run waits for its process's CPU, which is no
-// time of its own.
-func (c *runClock) suspend() bool {
-	if !c.running {
-		return false
-	}
-	c.timer.Stop()
-	c.spent += time.Since(c.since)
-	c.running = false
-	return true
+// Left implements Clock: what remains of the bound.
+func (c *runClock) Left() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bound - c.elapsedLocked()
 }
-
-// left is what remains of the bound.
-func (c *runClock) left() time.Duration { return c.bound - c.elapsed() }

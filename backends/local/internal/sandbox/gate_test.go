@@ -11,8 +11,8 @@ import (
 )
 
 // gatedHost is a fakeHost whose process is shared: it records how the run
-// takes the gate, and can hold the gate "for a sibling" before letting the
-// run in.
+// brackets its pieces of work, and can hold a piece back "for a sibling"
+// or give time back to the piece's clock.
 type gatedHost struct {
 	fakeHost
 	mu      sync.Mutex
@@ -20,16 +20,25 @@ type gatedHost struct {
 	enters  int
 	lefts   []time.Duration // what remained of the bound at each entry
 	sibling func(n int) time.Duration
-	fault   string
+	// credit, when set, is given back to the piece's clock every 100 ms
+	// while it is in flight, as a meter gives back time its process's CPU
+	// served others.
+	credit   time.Duration
+	stopTick chan struct{}
+	fault    string
 }
 
-func (h *gatedHost) Enter(ctx context.Context, left time.Duration) bool {
+func (h *gatedHost) Enter(ctx context.Context, clock Clock) bool {
 	h.mu.Lock()
 	if h.held {
 		h.fault = "entered twice"
 	}
 	h.enters++
 	n := h.enters
+	left := time.Duration(-1)
+	if clock != nil {
+		left = clock.Left()
+	}
 	h.lefts = append(h.lefts, left)
 	h.mu.Unlock()
 	if h.sibling != nil {
@@ -41,6 +50,22 @@ func (h *gatedHost) Enter(ctx context.Context, left time.Duration) bool {
 	}
 	h.mu.Lock()
 	h.held = true
+	if h.credit > 0 && clock != nil {
+		stop := make(chan struct{})
+		h.stopTick = stop
+		go func() {
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-tick.C:
+					clock.Credit(h.credit)
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
 	h.mu.Unlock()
 	return true
 }
@@ -52,6 +77,10 @@ func (h *gatedHost) Leave() {
 		h.fault = "left without entering"
 	}
 	h.held = false
+	if h.stopTick != nil {
+		close(h.stopTick)
+		h.stopTick = nil
+	}
 }
 
 func (h *gatedHost) check(t *testing.T) {
@@ -66,34 +95,44 @@ func (h *gatedHost) check(t *testing.T) {
 	}
 }
 
-// A run takes the gate to compile and start, lets it go while its tool
-// call is open, and takes it again for the answer; the time it waits for
-// a sibling to let go never counts on its clock.
-func TestGateWaitsDoNotSpendTheBound(t *testing.T) {
-	h := &gatedHost{sibling: func(n int) time.Duration {
-		if n > 1 {
-			return 800 * time.Millisecond // a sibling holds the CPU
-		}
-		return 0
-	}}
+// A run brackets compiling and starting, and then the answer of its tool
+// call, as pieces of work, never one inside another: the first sees the
+// whole bound, the next what remains of it.
+func TestPiecesBracketTheRunsWork(t *testing.T) {
+	h := &gatedHost{}
 	h.answer = func(call) (string, error) { return `{"result":41}`, nil }
 	j := job("async () => (await t.get()) + 1")
 	j.Providers = []protocol.ProviderDescriptor{{Name: "t", Tools: []string{"get"}}}
 	j.HasDispatch = true
-	// The bound leaves a busy machine room for the run's own work; the
-	// sibling's hold alone is past it.
 	j.TimeoutMs = 600
-	for _, wall := range []bool{false, true} {
-		j.CountHostWaits = wall
-		res := runJob(t, j, h)
-		if res.HasError || res.ResultJSON != "42" {
-			t.Fatalf("countHostWaits %v: %+v, want 42 inside a 600 ms bound", wall, res)
-		}
-		h.check(t)
+	res := runJob(t, j, h)
+	if res.HasError || res.ResultJSON != "42" {
+		t.Fatalf("got %+v, want 42", res)
 	}
-	if h.lefts[0] != 600*time.Millisecond || h.lefts[1] <= 0 || h.lefts[1] > 600*time.Millisecond {
+	h.check(t)
+	if len(h.lefts) < 2 || h.lefts[0] != 600*time.Millisecond || h.lefts[1] <= 0 || h.lefts[1] > 600*time.Millisecond {
 		t.Fatalf("bounds at entry %v: the first is the whole bound, the next what remains", h.lefts)
 	}
+}
+
+// Time the gate gives back to a piece's clock (its process's CPU served
+// others meanwhile) does not spend the bound: a program that computes for
+// 450 ms of wall time completes inside a 300 ms bound when three quarters
+// of that are given back as it goes, and times out when nothing is.
+func TestCreditedTimeDoesNotSpendTheBound(t *testing.T) {
+	code := "async () => { const t = Date.now(); while (Date.now() - t < 450) {} return 'done' }"
+	j := job(code)
+	j.TimeoutMs = 300
+	h := &gatedHost{credit: 75 * time.Millisecond}
+	if res := runJob(t, j, h); res.HasError || res.ResultJSON != `"done"` {
+		t.Fatalf("with the time given back: %+v", res)
+	}
+	h.check(t)
+	h = &gatedHost{}
+	if res := runJob(t, j, h); res.Error != protocol.NewExecutionTimeoutError(300).Error() {
+		t.Fatalf("without: %+v, want the timeout text", res)
+	}
+	h.check(t)
 }
 
 // A run cancelled while it waits for the gate stops without touching its

@@ -76,6 +76,9 @@ func (s *session) work(fn func()) {
 	}
 	fn()
 	if clock != s.clock {
+		// Work between a retained session's invocations: billed with the
+		// next invocation or the session's end.
+		s.between.Add(int64(clock.elapsed()))
 		s.disarm(clock)
 	}
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/dop251/goja"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -30,6 +31,8 @@ type Invocation struct {
 	// Broken says the sandbox itself broke (with Ended: the session broke):
 	// the invocation fails with an INTERNAL fault, not a rejection text.
 	Broken bool
+	// RunClock is what the invocation spent on its run clock.
+	RunClock time.Duration
 }
 
 // Fault is the error the invocation fails with: an INTERNAL fault when the
@@ -158,6 +161,13 @@ func (r *Retained) EndFailure() protocol.FailureKind {
 	return r.end.kind
 }
 
+// TakeBetween returns the time the session's work between invocations
+// (its timers' callbacks) spent since the last call, and starts again from
+// zero: a retained execution bills it with its next invocation or its end.
+func (r *Retained) TakeBetween() time.Duration {
+	return time.Duration(r.s.between.Swap(0))
+}
+
 // Broken reports whether the session ended because the sandbox broke.
 // Read it after Done is closed.
 func (r *Retained) Broken() bool {
@@ -194,6 +204,7 @@ func (s *session) startInvocation(inv *pendingInvocation) {
 			return
 		}
 		inv.answered = true
+		a.RunClock = inv.clock.elapsed()
 		inv.reply <- a
 	}
 	reject := func(text string) { answer(Invocation{Err: text, HasErr: true}) }

@@ -89,6 +89,9 @@ type session struct {
 
 	tasks chan func() // host answers, queued back onto the loop
 	done  chan struct{}
+	// between is what work between a retained session's invocations spent
+	// on its clocks, not yet billed (Retained.TakeBetween).
+	between atomic.Int64
 	// interruptedAt is when the runtime was interrupted (Unix nanoseconds),
 	// zero while it runs on: the clock's timer and the context's end write
 	// it from their own goroutines, and the guards' long loops read it
@@ -168,8 +171,11 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 	// retained session's goroutine takes it over (handedOff).
 	handedOff := false
 	s.job = job
+	// The run clock starts once the program is compiled; the gate sees it
+	// from the first piece of work.
+	clock := s.newClock(job.CountHostWaits)
 	if s.gate = gateOf(host); s.gate != nil {
-		if !s.gate.Enter(parent, time.Duration(s.bound())*time.Millisecond) {
+		if !s.gate.Enter(parent, clock) {
 			return failed(causeOf(parent)), nil
 		}
 		s.inGate = true
@@ -220,7 +226,6 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 	s.modules = modules
 	s.declared = names
 
-	clock := s.newClock(job.CountHostWaits)
 	s.clock = clock
 	stopCancel := context.AfterFunc(parent, func() { s.interrupt(interruptCancel{}) })
 	s.release = func() {

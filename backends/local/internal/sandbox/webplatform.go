@@ -34,6 +34,15 @@ func (s *session) GuestWork() func() {
 	return func() { s.elsewhere-- }
 }
 
+// OffLoop is work of the run's on the calling goroutine, off its loop: a
+// host that meters what runs spend (a worker) charges it to the run.
+func (s *session) OffLoop() func() {
+	if m, ok := s.host.(Meter); ok {
+		return m.OffLoop()
+	}
+	return func() {}
+}
+
 // prepareWebPlatform installs fetch and the rest of the web platform, with
 // fetch left unconfigured until the job is known.
 func (s *session) prepareWebPlatform() error {

@@ -131,7 +131,9 @@ func (p *platform) fetch(c goja.FunctionCall) goja.Value {
 			waitDone = p.loop.GuestWork()
 			go func() {
 				began := time.Now()
+				offLoop := p.loop.OffLoop()
 				res, err := client.do(ctx, req, redirect)
+				offLoop()
 				took := time.Since(began)
 				p.loop.Post(func() {
 					p.performedOne(req, began, took, res.resp.Status, err)

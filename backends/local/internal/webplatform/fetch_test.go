@@ -321,6 +321,11 @@ func TestFetchNative(t *testing.T) {
 	if l.guestRan != 1 || l.guest != 0 {
 		t.Errorf("guest work: opened %d, open at the end %d; want 1 and 0", l.guestRan, l.guest)
 	}
+	// The request ran off the loop as the run's own work, so that a worker
+	// charges it to the run.
+	if ran, open := l.offLoopRan.Load(), l.offLoop.Load(); ran != 1 || open != 0 {
+		t.Errorf("off-loop work: started %d, open at the end %d; want 1 and 0", ran, open)
+	}
 }
 
 func TestFetchNativeRedirects(t *testing.T) {

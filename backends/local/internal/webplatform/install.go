@@ -28,6 +28,11 @@ type Loop interface {
 	// open or not. done closes it. Both are called on the loop goroutine,
 	// done exactly once.
 	GuestWork() (done func())
+	// OffLoop starts work the run needs done on the calling goroutine, off
+	// the loop (a native request on its own goroutine), so that its process
+	// charges the CPU and the heap it takes to the run; done ends it, on
+	// the same goroutine. Any goroutine may call it.
+	OffLoop() (done func())
 	// Context is the run's context, cancelled when the run ends.
 	Context() context.Context
 	// Stop ends the run with an error a call into the runtime returned

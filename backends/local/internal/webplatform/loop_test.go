@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,9 +29,12 @@ type testLoop struct {
 	opened   int // host waits ever opened
 	guest    int // guest work open now
 	guestRan int // guest work ever opened
-	stopErr  error
-	timerID  int64
-	timers   map[int64]*time.Timer
+	// Work off the loop, from any goroutine.
+	offLoop    atomic.Int32 // open now
+	offLoopRan atomic.Int32 // ever started
+	stopErr    error
+	timerID    int64
+	timers     map[int64]*time.Timer
 
 	mu     sync.Mutex
 	closed bool
@@ -53,6 +57,13 @@ func (l *testLoop) HostWait() func() {
 	l.opened++
 	l.maxWaits = max(l.maxWaits, l.waits)
 	return closeOnce("host wait", &l.waits)
+}
+
+func (l *testLoop) OffLoop() func() {
+	l.offLoop.Add(1)
+	l.offLoopRan.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { l.offLoop.Add(-1) }) }
 }
 
 func (l *testLoop) GuestWork() func() {

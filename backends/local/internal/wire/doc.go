@@ -1,7 +1,8 @@
 // Package wire is the protocol between the gateway and its worker
 // processes: the length-prefixed JSON frames each side writes to the other
-// (frame.go), the page of memory they share, on which a worker says which
-// run holds its CPU gate and until when (gatepage_*.go), and the
+// (frame.go), the run table they share, in which a worker says of each run
+// it hosts whether it is executing, until when it may, and what it used
+// (table*.go), and the
 // environment marker that makes a process a worker (WorkerEnv), with the
 // one reading of /proc both sides make (ReadStatm). The parent's side is
 // package local, the worker's package worker.

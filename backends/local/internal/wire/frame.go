@@ -45,6 +45,7 @@ const (
 	KindInvokeAnswer   Kind = "invokeAnswer"   // worker → parent: its response or rejection
 	KindRelease        Kind = "release"        // parent → worker: close a retained run's handles
 	KindEnded          Kind = "ended"          // worker → parent: a retained run is gone (released, or ended by a bound)
+	KindHog            Kind = "hog"            // worker → parent: a thread runs a piece past its slice: lower its priority
 )
 
 // Message is every frame's JSON shape.
@@ -79,10 +80,21 @@ type Message struct {
 	// OverLimit says the memory watchdog ended the run, or the retained
 	// session (invokeAnswer, ended).
 	OverLimit bool `json:"overLimit,omitempty"`
-	// CPUNanos and PeakHeap are the run's usage the gate measured
-	// (result).
-	CPUNanos int64 `json:"cpuNanos,omitempty"`
-	PeakHeap int64 `json:"peakHeap,omitempty"`
+	// CPUNanos and PeakHeap are the run's usage the meter measured so far
+	// (result, and a retained run's invokeAnswer and ended); ClockNanos is
+	// what a retained run's clock spent since its last such frame (its
+	// invocation, and the work between invocations).
+	CPUNanos   int64 `json:"cpuNanos,omitempty"`
+	PeakHeap   int64 `json:"peakHeap,omitempty"`
+	ClockNanos int64 `json:"clockNanos,omitempty"`
+	// WaitNanos is how long the run's work waited for the CPU behind its
+	// siblings (result).
+	WaitNanos int64 `json:"waitNanos,omitempty"`
+	// TID is the thread a hog frame names: one of the worker's own.
+	TID int `json:"tid,omitempty"`
+
+	// Size is the frame's length in bytes as it was read (never sent).
+	Size int `json:"-"`
 	// Ended says a retained session is gone (invokeAnswer, ended): Err is
 	// the bound's text that ended it, empty when it was released, and
 	// Failure its kind. A result's kind is in its Result.
@@ -225,5 +237,6 @@ func (fr *Reader) Read(max int) (*Message, error) {
 	if m.Kind == "" {
 		return nil, errors.New("malformed frame: no kind")
 	}
+	m.Size = int(n)
 	return m, nil
 }

@@ -44,14 +44,21 @@ func TestFrameRoundTrip(t *testing.T) {
 			Logs: []protocol.LogLine{{Level: protocol.LogLevelWarn, Text: "w"}}}, OverLimit: true},
 	}
 	var stream bytes.Buffer
+	var sizes []int
 	for _, m := range msgs {
-		stream.Write(frameBytes(t, m))
+		b := frameBytes(t, m)
+		sizes = append(sizes, len(b)-frameHeaderSize)
+		stream.Write(b)
 	}
-	for _, want := range msgs {
+	for i, want := range msgs {
 		got, err := readFrame(&stream, MaxParentFrame)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got.Size != sizes[i] {
+			t.Fatalf("frame %d: Size %d, want its length %d", i, got.Size, sizes[i])
+		}
+		got.Size = 0
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 		}
@@ -189,6 +196,7 @@ func TestFrameBufferReuse(t *testing.T) {
 		if cap(fr.body) > frameBufKeep {
 			t.Fatalf("frame %d: reader kept a %d-byte buffer", m.ID, cap(fr.body))
 		}
+		m.Size = 0
 		got = append(got, m)
 	}
 	if !reflect.DeepEqual(got, msgs) {

@@ -36,6 +36,7 @@ type memCharge struct {
 	young int64 // allocated since
 	limit int64 // the run's memory limit in bytes
 	peak  int64 // the largest old+young seen, for the run's usage
+	mark  int64 // old at markGrowth
 }
 
 func newMemLedger(base int64) *memLedger {
@@ -97,6 +98,32 @@ func (l *memLedger) estimate(run uint64) int64 {
 		return c.old + c.young
 	}
 	return 0
+}
+
+// total is every byte the ledger holds: the worker's own, what ended runs
+// left, and every run's estimate.
+func (l *memLedger) total() int64 {
+	t := l.base + l.baseYoung + l.dying
+	for _, c := range l.runs {
+		t += c.old + c.young
+	}
+	return t
+}
+
+// growth is how much run's live memory grew since markGrowth, read after
+// a correction.
+func (l *memLedger) growth(run uint64) int64 {
+	if c := l.runs[run]; c != nil {
+		return c.old - c.mark
+	}
+	return 0
+}
+
+// markGrowth starts every run's growth from now.
+func (l *memLedger) markGrowth() {
+	for _, c := range l.runs {
+		c.mark = c.old
+	}
 }
 
 // over lists the runs whose estimate is past their limit.

@@ -44,7 +44,7 @@ func ServeIfRequested(run RunFunc) {
 		return
 	}
 	in, out := os.Stdin, claimStdout()
-	os.Exit(serveWorkerWith(in, out, run, wire.OpenPage()))
+	os.Exit(serveWorkerWith(in, out, run, wire.OpenTable()))
 }
 
 // preparedStock is how many runtimes a worker keeps built ahead of its
@@ -59,14 +59,14 @@ type workerServer struct {
 
 	run       RunFunc // nil: the sandbox
 	limitMB   int     // a run's memory limit unless its job sets a lower one
-	gate      *cpuGate
+	meter     *meter
 	returning atomic.Bool // returnMemory is at work
 
 	mu     sync.Mutex
 	nextID uint64
 	// pending are the host calls waiting for their answers: each entry
 	// takes the answer frame, once; whoever removes it owns the call.
-	pending map[uint64]func(*wire.Message)
+	pending map[uint64]pendingCall
 	runs    map[uint64]*hostedRun
 
 	// prepared holds runtimes built ahead of the jobs that will use them.
@@ -91,21 +91,21 @@ type hostedRun struct {
 	kept atomic.Pointer[sandbox.Retained]
 }
 
-// serveWorker runs the worker protocol without a gate page.
+// serveWorker runs the worker protocol without a run table.
 func serveWorker(in io.Reader, out io.Writer, run RunFunc) int {
 	return serveWorkerWith(in, out, run, nil)
 }
 
 // serveWorkerWith runs the worker protocol and returns the exit code.
-func serveWorkerWith(in io.Reader, out io.Writer, run RunFunc, page *wire.Page) int {
+func serveWorkerWith(in io.Reader, out io.Writer, run RunFunc, table *wire.Table) int {
 	s := &workerServer{out: wire.NewWriter(out), run: run,
-		pending: map[uint64]func(*wire.Message){}, runs: map[uint64]*hostedRun{}}
+		pending: map[uint64]pendingCall{}, runs: map[uint64]*hostedRun{}}
 	fr := wire.NewReader(bufio.NewReaderSize(in, 64<<10))
 	m, err := fr.Read(wire.MaxParentFrame)
 	if err != nil || m.Kind != wire.KindInit || m.Init == nil {
 		return exitBadFrame
 	}
-	ready := s.applyLimits(*m.Init, page)
+	ready := s.applyLimits(*m.Init, table)
 	if s.send(&wire.Message{Kind: wire.KindReady, Ready: &ready}) != nil {
 		return exitWriteFail
 	}
@@ -155,7 +155,9 @@ func (s *workerServer) handle(m *wire.Message) bool {
 			cancel(nil)
 			return false
 		}
-		s.gate.add(r.id, memoryLimit(m.Job.MemoryLimitMB, s.limitMB), cancel)
+		s.meter.add(r.id, memoryLimit(m.Job.MemoryLimitMB, s.limitMB), time.Duration(m.Job.TimeoutMs)*time.Millisecond, cancel)
+		// The job was decoded for this run, whoever executed meanwhile.
+		s.meter.charge(r.id, int64(m.Size))
 		go s.runJob(ctx, r, *m.Job)
 		// Start the run on this thread before going back to the pipe (see
 		// the answers below).
@@ -196,11 +198,13 @@ func (s *workerServer) handle(m *wire.Message) bool {
 		}
 	case wire.KindDispatchAnswer, wire.KindOutboundAnswer:
 		s.mu.Lock()
-		answer := s.pending[m.ID]
+		call, ok := s.pending[m.ID]
 		delete(s.pending, m.ID)
 		s.mu.Unlock()
-		if answer != nil {
-			answer(m) // never blocks
+		if ok {
+			// The answer was decoded for the run that made the call.
+			s.meter.charge(call.run, int64(m.Size))
+			call.answer(m) // never blocks
 			// Let what the answer woke (the run's event loop) run now, on
 			// this thread. Left alone it waits for another thread to be
 			// woken and to take it over, about 20 µs a call on an idle
@@ -235,7 +239,7 @@ func (s *workerServer) forgetRun(r *hostedRun) {
 	s.mu.Lock()
 	delete(s.runs, r.id)
 	s.mu.Unlock()
-	if s.gate.remove(r.id) >= returnMemoryAfter {
+	if s.meter.remove(r.id) >= returnMemoryAfter {
 		s.returnMemory()
 	}
 	r.cancel(nil)
@@ -281,6 +285,17 @@ func gcPercentFor(live uint64) int {
 	return int(min(max(gcHeadroom*100/live, minWorkerPercent), maxWorkerPercent))
 }
 
+// baseProcs is the worker's GOMAXPROCS before hogs add to it: the
+// environment's GOMAXPROCS when the operator set one, else two (a worker is
+// pinned to one CPU: a second processor keeps the pipe and the meter going
+// beside a piece that runs long until it is found to be a hog).
+func baseProcs() int {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return runtime.GOMAXPROCS(0)
+	}
+	return 2
+}
+
 // workerMaxStackMB caps a worker goroutine's stack even under a larger
 // memory limit. goja runs guest calls on its own stack, so only runaway Go
 // recursion comes near it: legitimate runs use a few MB.
@@ -293,17 +308,27 @@ const workerMaxStackMB = 256
 // worker's memory plus headroom (refuses one huge allocation outright; the
 // runtime then dies with "out of memory", which the parent reports as the
 // memory text of the run that held the gate).
-func (s *workerServer) applyLimits(init wire.Init, page *wire.Page) wire.Ready {
+func (s *workerServer) applyLimits(init wire.Init, table *wire.Table) wire.Ready {
 	s.limitMB = init.MemoryLimitMB
 	workerMB := max(init.WorkerMemoryMB, init.MemoryLimitMB)
 	runtime.GC()
-	s.gate = newCPUGate(page, int64(heapLive()))
+	procs := baseProcs()
+	runtime.GOMAXPROCS(procs)
+	s.meter = newMeter(table, int64(heapLive()), procs)
+	s.meter.onHog = func(run uint64, tid int) {
+		// Off the meter's lock: the pipe may be full.
+		go s.send(&wire.Message{Kind: wire.KindHog, Run: run, TID: tid})
+	}
 	worker := uint64(workerMB) << 20
+	// Runs that together grow past seven eighths of the worker's memory
+	// lose the one growing the most, before the process-wide layers stop
+	// the whole process.
+	s.meter.workerLine = int64(worker / 8 * 7)
 	debug.SetMemoryLimit(int64(totalRuntimeMemory() + worker))
 	if os.Getenv("GOGC") == "" {
-		s.gate.tuneGC = true
-		s.gate.gcPercent = gcPercentFor(uint64(s.gate.ledger.base))
-		debug.SetGCPercent(s.gate.gcPercent)
+		s.meter.tuneGC = true
+		s.meter.gcPercent = gcPercentFor(uint64(s.meter.ledger.base()))
+		debug.SetGCPercent(s.meter.gcPercent)
 	}
 	// Go code recursing without end (goja's parser on deeply nested source
 	// built at run time and handed to eval or Function, JSON.parse of
@@ -341,8 +366,8 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		rt := s.nextRuntime(ctx, r.id)
 		res, kept, err = runSandbox(ctx, rt, job, host)
 	}
-	cpu, peak := s.gate.usage(r.id)
-	ans := &wire.Message{Kind: wire.KindResult, Run: r.id, Result: res, CPUNanos: int64(cpu), PeakHeap: peak}
+	cpu, peak, waited := s.meter.usage(r.id)
+	ans := &wire.Message{Kind: wire.KindResult, Run: r.id, Result: res, CPUNanos: int64(cpu), PeakHeap: peak, WaitNanos: int64(waited)}
 	if kept != nil {
 		go s.refill()
 		s.serveRetained(r, kept, ans)
@@ -350,7 +375,7 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		s.forgetRun(r)
 		return
 	}
-	ans.OverLimit = s.gate.overLimit(r.id)
+	ans.OverLimit = s.meter.overLimit(r.id)
 	if cause := context.Cause(ctx); ans.OverLimit && res != nil && !res.HasError && protocol.FailureOf(cause) == protocol.FailureMemory {
 		// The watchdog's verdict came at the run's last look, as its slice
 		// ended after the program returned (a busy machine ran the poll
@@ -399,12 +424,12 @@ func exitOnPanic() {
 	}
 }
 
-// runStandIn calls a test's run function holding the gate for the whole
-// run (the function may let go of it around a host call it waits on, as
-// the sandbox does).
+// runStandIn calls a test's run function as one piece of work (the
+// function may end it and start another around a host call it waits on,
+// as the sandbox does).
 func (s *workerServer) runStandIn(ctx context.Context, job sandbox.Job, host *workerHost) (*protocol.ExecuteResult, error) {
 	defer exitOnPanic()
-	if !host.Enter(ctx, time.Duration(job.TimeoutMs)*time.Millisecond) {
+	if !host.Enter(ctx, BoundClock(time.Duration(job.TimeoutMs)*time.Millisecond)) {
 		cause := context.Cause(ctx)
 		return &protocol.ExecuteResult{Error: cause.Error(), HasError: true, Failure: protocol.FailureOf(cause)}, nil
 	}
@@ -416,44 +441,46 @@ func (s *workerServer) runStandIn(ctx context.Context, job sandbox.Job, host *wo
 	return res, err
 }
 
-// preparedRuntime is a runtime built ahead of its job, with the heap
-// building it allocated (charged to the run that takes it).
+// preparedRuntime is a runtime built ahead of its job, with the heap and
+// the CPU building it took (charged to the run that takes it).
 type preparedRuntime struct {
 	rt   *sandbox.Prepared
 	cost int64
+	cpu  time.Duration
 }
 
 // nextRuntime is a prepared runtime for run: one from the stock, else one
-// built now under the gate, charged to the run.
+// built now as a piece of the run's work.
 func (s *workerServer) nextRuntime(ctx context.Context, run uint64) *sandbox.Prepared {
 	select {
 	case p := <-s.prepared:
-		s.gate.adopt(run, p.cost)
+		s.meter.adopt(run, p.cost, p.cpu)
 		return p.rt
 	default:
 	}
-	if !s.gate.enter(ctx, run, 0) {
-		// The run was cancelled while it waited: it stops before it runs
-		// anything, and what it runs in does not matter.
+	p := s.meter.enter(ctx, run, nil)
+	if p == nil {
+		// The run was cancelled: it stops before it runs anything, and
+		// what it runs in does not matter.
 		return sandbox.Prepare()
 	}
-	defer s.gate.leave()
+	defer s.meter.leave(p)
 	return sandbox.Prepare()
 }
 
-// refill builds one runtime for the stock when it is short, under the gate
-// as work of the worker's own. It is called once the worker has answered
+// refill builds one runtime for the stock when it is short, as a piece of
+// the worker's own work. It is called once the worker has answered
 // (after a run's result, at start), so that building the next runtime
 // never delays a run that is about to start.
 func (s *workerServer) refill() {
 	if s.prepared == nil || len(s.prepared) >= preparedStock {
 		return
 	}
-	s.gate.enter(context.Background(), 0, 0)
+	p := s.meter.enter(context.Background(), 0, nil)
 	rt := sandbox.Prepare()
-	cost := s.gate.leave()
+	s.meter.leave(p)
 	select {
-	case s.prepared <- preparedRuntime{rt: rt, cost: cost}:
+	case s.prepared <- preparedRuntime{rt: rt, cost: p.alloc, cpu: p.cpu}:
 	default: // another run filled it meanwhile: this one is garbage
 	}
 }
@@ -485,25 +512,42 @@ func (s *workerServer) serveRetained(r *hostedRun, kept *sandbox.Retained, grant
 				ans.OutboundResponse = &inv.Response
 			}
 			if inv.Ended {
-				ans.OverLimit = s.gate.overLimit(r.id)
+				ans.OverLimit = s.meter.overLimit(r.id)
 			}
+			s.billRetained(r.id, kept, ans, inv.RunClock)
 			if err := s.send(ans); errors.Is(err, wire.ErrFrameTooLarge) {
 				// An answer inside PayloadLimit always fits a frame: the
 				// executor broke.
-				_ = s.send(&wire.Message{Kind: wire.KindInvokeAnswer, Run: r.id, ID: m.ID, HasErr: true, Broken: true})
+				broken := &wire.Message{Kind: wire.KindInvokeAnswer, Run: r.id, ID: m.ID, HasErr: true, Broken: true}
+				s.billRetained(r.id, kept, broken, inv.RunClock)
+				_ = s.send(broken)
 			}
 			if inv.Ended {
 				return
 			}
 		case <-kept.Done():
-			_ = s.send(&wire.Message{Kind: wire.KindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, Failure: kept.EndFailure(), Broken: kept.Broken(), OverLimit: s.gate.overLimit(r.id)})
+			ended := &wire.Message{Kind: wire.KindEnded, Run: r.id, Err: kept.EndText(), HasErr: true, Ended: true, Failure: kept.EndFailure(), Broken: kept.Broken(), OverLimit: s.meter.overLimit(r.id)}
+			s.billRetained(r.id, kept, ended, 0)
+			_ = s.send(ended)
 			return
 		case <-r.release:
 			kept.Close()
-			_ = s.send(&wire.Message{Kind: wire.KindEnded, Run: r.id, Ended: true})
+			ended := &wire.Message{Kind: wire.KindEnded, Run: r.id, Ended: true}
+			s.billRetained(r.id, kept, ended, 0)
+			_ = s.send(ended)
 			return
 		}
 	}
+}
+
+// billRetained puts on m, an invocation's answer or a retained session's
+// end, what the run has used so far and what the run clock spent since
+// its last such frame: the invocation's own clock, and the work between
+// invocations. The parent bills the difference.
+func (s *workerServer) billRetained(run uint64, kept *sandbox.Retained, m *wire.Message, invocation time.Duration) {
+	cpu, peak, _ := s.meter.usage(run)
+	m.CPUNanos, m.PeakHeap = int64(cpu), peak
+	m.ClockNanos = int64(invocation + kept.TakeBetween())
 }
 
 func (s *workerServer) send(m *wire.Message) error {
@@ -534,7 +578,7 @@ func (s *workerServer) start(m *wire.Message, answer func(*wire.Message)) (uint6
 	s.mu.Lock()
 	s.nextID++
 	m.ID = s.nextID
-	s.pending[m.ID] = answer
+	s.pending[m.ID] = pendingCall{run: m.Run, answer: answer}
 	s.mu.Unlock()
 	if err := s.send(m); err != nil {
 		s.forget(m.ID)
@@ -563,25 +607,65 @@ func (s *workerServer) forget(id uint64) {
 // parent has moved on, and the call must not reach the host.
 var errRunFinished = errors.New(protocol.CompletedText)
 
+// BoundClock is the clock of a piece of work that has its whole bound left
+// whenever it starts (a test's stand-in run, which keeps no clock of its
+// own); time given back to it changes nothing.
+type BoundClock time.Duration
+
+// Left implements sandbox.Clock.
+func (c BoundClock) Left() time.Duration { return time.Duration(c) }
+
+// Credit implements sandbox.Clock.
+func (BoundClock) Credit(time.Duration) {}
+
+// pendingCall is a host call waiting for its answer frame.
+type pendingCall struct {
+	run    uint64
+	answer func(*wire.Message)
+}
+
 // workerHost is the sandbox's Host inside a worker for one run: every call
 // crosses the pipe to the parent, which calls the request's functions, and
-// the run takes the worker's CPU gate through it.
+// the run's pieces of work are metered through it.
 type workerHost struct {
-	s    *workerServer
-	run  uint64
-	mu   sync.Mutex
-	done bool
+	s     *workerServer
+	run   uint64
+	piece *piece // the piece in flight; the run's loop alone touches it
+	mu    sync.Mutex
+	done  bool
 }
 
 var _ sandbox.Gate = (*workerHost)(nil)
 
 // Enter implements sandbox.Gate.
-func (h *workerHost) Enter(ctx context.Context, left time.Duration) bool {
-	return h.s.gate.enter(ctx, h.run, left)
+func (h *workerHost) Enter(ctx context.Context, clock sandbox.Clock) bool {
+	h.piece = h.s.meter.enter(ctx, h.run, clock)
+	return h.piece != nil
 }
 
 // Leave implements sandbox.Gate.
-func (h *workerHost) Leave() { h.s.gate.leave() }
+func (h *workerHost) Leave() {
+	if p := h.piece; p != nil {
+		h.piece = nil
+		h.s.meter.leave(p)
+	}
+}
+
+var _ sandbox.Meter = (*workerHost)(nil)
+
+// OffLoop implements sandbox.Meter: work of the run's on the calling
+// goroutine is a piece of its own, metered beside the run's loop.
+func (h *workerHost) OffLoop() func() {
+	p := h.s.meter.enter(context.Background(), h.run, nil)
+	if p == nil {
+		return func() {}
+	}
+	return func() { h.s.meter.leave(p) }
+}
+
+// Reserve is asked before the run allocates n bytes in one step (a
+// built-in's result): false ends the run with the memory text.
+func (h *workerHost) Reserve(n int64) bool { return h.s.meter.reserve(h.run, n) }
 
 func (h *workerHost) finish() {
 	h.mu.Lock()

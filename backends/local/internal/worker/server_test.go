@@ -67,13 +67,20 @@ func (w *workerPipe) send(t testing.TB, m *wire.Message) {
 	}
 }
 
+// recv is the worker's next frame about a run. Hog frames, which ask the
+// parent to lower a thread's priority, come whenever a piece of work runs
+// long (a slow machine, the race detector) and are skipped.
 func (w *workerPipe) recv(t testing.TB) *wire.Message {
 	t.Helper()
-	m, err := readFrame(w.fromWorker, wire.MaxWorkerFrame)
-	if err != nil {
-		t.Fatal(err)
+	for {
+		m, err := readFrame(w.fromWorker, wire.MaxWorkerFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Kind != wire.KindHog {
+			return m
+		}
 	}
-	return m
 }
 
 func (w *workerPipe) exitCode(t *testing.T) int {
@@ -95,7 +102,7 @@ func outsideGate(host sandbox.Host) func() {
 		return func() {}
 	}
 	g.Leave()
-	return func() { g.Enter(context.Background(), time.Minute) }
+	return func() { g.Enter(context.Background(), BoundClock(time.Minute)) }
 }
 
 // echoDispatch calls the host once and returns its answer as the result.

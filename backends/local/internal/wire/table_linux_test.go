@@ -1,0 +1,51 @@
+package wire
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// A run table holds what the worker writes in each slot, whole, and the
+// parent reads back exactly that; slots out of range are ignored.
+func TestTableSlotsRoundTrip(t *testing.T) {
+	tab, err := NewTable(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Release()
+	if n := tab.Slots(); n < 100 {
+		t.Fatalf("%d slots, want at least 100", n)
+	}
+	a := Slot{Run: 7, Active: true, Deadline: 12345, Bound: BoundMemory, CPU: 3 * time.Millisecond, Clock: time.Second, Heap: 1 << 20, Peak: 2 << 20}
+	b := Slot{Run: 9, CPU: time.Microsecond}
+	tab.Write(0, a)
+	tab.Write(99, b)
+	tab.Write(-1, a)
+	tab.Write(tab.Slots(), a)
+	if got := tab.Read(0); !reflect.DeepEqual(got, a) {
+		t.Fatalf("slot 0: %+v, want %+v", got, a)
+	}
+	if got := tab.Read(99); !reflect.DeepEqual(got, b) {
+		t.Fatalf("slot 99: %+v, want %+v", got, b)
+	}
+	if got := tab.Read(tab.Slots()); got != (Slot{}) {
+		t.Fatalf("out of range: %+v", got)
+	}
+	var seen []uint64
+	tab.Each(func(s Slot) { seen = append(seen, s.Run) })
+	if !reflect.DeepEqual(seen, []uint64{7, 9}) {
+		t.Fatalf("slots in use: %v, want [7 9]", seen)
+	}
+	tab.Write(0, Slot{})
+	seen = nil
+	tab.Each(func(s Slot) { seen = append(seen, s.Run) })
+	if !reflect.DeepEqual(seen, []uint64{9}) {
+		t.Fatalf("after freeing slot 0: %v, want [9]", seen)
+	}
+	var nilTable *Table
+	nilTable.Write(0, a)
+	if nilTable.Slots() != 0 || nilTable.Read(0) != (Slot{}) {
+		t.Fatal("a nil table is not empty")
+	}
+}

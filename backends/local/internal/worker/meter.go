@@ -1,0 +1,767 @@
+package worker
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
+	"github.com/supolka/codemode-gateway/protocol"
+)
+
+// The meter's timing.
+const (
+	// meterTick is how often the meter accounts while a piece of work is in
+	// flight, and a quarter of it while several are: then each step
+	// splits the heap's growth among the pieces that ran, and the shorter
+	// the step, the more often one piece alone ran in it. A step costs a
+	// few microseconds (the heap's counters, the process's CPU clock, one
+	// clock read per piece).
+	meterTick = time.Millisecond
+	// hogSlice is how much CPU a piece of work may take before it counts
+	// as a hog: a program computing on, which must not delay the short
+	// pieces of its siblings (a trivial run, a tool's answer). Short enough
+	// that a sibling's answer waits a few milliseconds at most, long
+	// enough that ordinary pieces (most take well under a millisecond)
+	// never reach it. It is the piece's own CPU, not its wall time: a
+	// piece slowed by many siblings is no hog.
+	hogSlice = 5 * time.Millisecond
+	// minStep spaces the accounting steps a piece's start or end brings:
+	// closer together, the pieces that start or end meanwhile are folded
+	// into the next step instead (with a hundred runs in flight, a step at
+	// every start and end would read every thread's clock thousands of
+	// times a second).
+	minStep = 50 * time.Microsecond
+	// confirmEvery spaces the collections that confirm an estimate past a
+	// limit: an estimate counts garbage, and a worker near its memory must
+	// not collect on every step.
+	confirmEvery = 5 * time.Millisecond
+)
+
+// meter measures what each run a worker hosts spends, while the runs
+// execute side by side on the worker's threads. goja has one heap per
+// process and no accounting of its own, so the meter attributes:
+//
+//   - CPU exactly: each piece of a run's work (compiling, a host answer,
+//     due timers, an invocation) runs on a thread of its own for its
+//     duration (runtime.LockOSThread), whose CPU clock the meter reads.
+//     What the process spends on no piece's thread (the collector, the
+//     pipe, native requests) goes to the pieces in flight in proportion.
+//   - heap by step: every accounting step (each piece's start and end, and
+//     every meterTick between) takes what the heap grew by since the last,
+//     less what was charged by name (frames decoded for a run, a
+//     built-in's reservation). The worker is pinned to one CPU (the parent
+//     sets its affinity), so its threads take turns and most steps see one
+//     piece run: that piece gets it all, and the meter learns the run's
+//     rate of allocation per CPU time from it. A step in which several ran
+//     splits the growth by what each one's rate and CPU there predict (by
+//     CPU alone for a run with no rate yet). A collection then tells how
+//     much is live, and the memLedger reconciles. A run past its limit is confirmed by a
+//     collection of the meter's own before it alone is cancelled with the
+//     memory text.
+//
+// A piece that runs past hogSlice is a hog: its thread's priority is
+// lowered (through the parent, which alone may renice another thread) and
+// stays so until the run ends, and the worker's GOMAXPROCS grows by one, so
+// that the short pieces of its siblings keep a processor and take the CPU
+// ahead of it. Nothing waits for another run to let go: no run delays
+// another by more than the kernel's turn.
+//
+// The shared run table tells the parent which runs are executing and until
+// when, so that it can stop Go code past a deadline that goja's interrupt
+// cannot reach, and what each run has used, for a run it must stop.
+type meter struct {
+	table *wire.Table
+	// onHog asks the parent to lower a thread's priority; it must not
+	// block.
+	onHog func(run uint64, tid int)
+	// workerLine is the live heap past which the run growing the most is
+	// cancelled, so that honest runs that together outgrow the worker do
+	// not take it down; 0: none.
+	workerLine int64
+
+	mu     sync.Mutex
+	ledger *heapLedger
+	runs   map[uint64]*meteredRun
+	pieces map[*piece]struct{}
+	// departed are pieces that ended since the last step, their last CPU
+	// read at their end: the next step accounts them with the rest.
+	departed  []*piece
+	freeSlots []int
+	last      reading
+	// explicit is what was charged by name since the last step (small
+	// objects, large ones), not yet seen in the heap's counts.
+	explicit  [2]int64
+	cycles    uint64
+	confirmed int64 // when a collection last confirmed an estimate (MonoNow)
+	timer     *time.Timer
+	armed     bool
+	// tuneGC: the worker's GC percentage follows its live heap
+	// (gcPercentFor), set at gcPercent.
+	tuneGC    bool
+	gcPercent int
+	// hogRuns counts the runs with a hog thread; procs is the GOMAXPROCS
+	// that wants, applied by setProcs off the lock.
+	hogRuns   int
+	baseProcs int
+	procs     chan int
+}
+
+// reading is the process at one accounting step.
+type reading struct {
+	heap heapReading
+	cpu  time.Duration // the process's CPU time
+	at   int64         // MonoNow
+}
+
+// meteredRun is what the meter knows of one run.
+type meteredRun struct {
+	id        uint64
+	limitMB   int
+	bound     time.Duration // the run's timeout, for the table's clock
+	cancel    context.CancelCauseFunc
+	overLimit bool          // cancelled with the memory text
+	cpu       time.Duration // CPU charged to it
+	hogTid    int           // the thread its hog goroutine is locked to; 0: none
+	slot      int           // its slot in the run table; -1: none
+	clock     time.Duration // what its run clock spent, as last seen
+	waited    time.Duration // its pieces' time waiting for the CPU behind siblings
+	// rate is what the run allocates per nanosecond of CPU, in small
+	// objects and in large ones, learned from the steps in which it alone
+	// ran; negative until one did.
+	rate [2]float64
+}
+
+// piece is one piece of work in flight.
+type piece struct {
+	run    *meteredRun // nil: the worker's own (a runtime prepared ahead)
+	tid    int
+	clk    threadClock
+	cpuAt  time.Duration // the thread's CPU at the last step
+	delta  time.Duration // the thread's CPU in the current step
+	spent  time.Duration // the thread's CPU since the piece started
+	cpuEnd time.Duration // the thread's CPU when the piece ended
+	end    int64         // MonoNow when it ended; 0 while in flight
+	start  int64         // MonoNow at entry
+	hog    bool
+	locked bool // enter locked the goroutine to its thread
+	clock  sandbox.Clock
+	// deadline is when the piece overruns its bound (MonoNow; 0: none),
+	// bound which bound that is.
+	deadline int64
+	bound    wire.Bound
+	// cpu and alloc are what a piece of the worker's own spent.
+	cpu   time.Duration
+	alloc int64
+}
+
+func newMeter(table *wire.Table, base int64, baseProcs int) *meter {
+	m := &meter{
+		table:     table,
+		onHog:     func(uint64, int) {},
+		ledger:    newHeapLedger(base),
+		runs:      map[uint64]*meteredRun{},
+		pieces:    map[*piece]struct{}{},
+		baseProcs: baseProcs,
+		procs:     make(chan int, 1),
+	}
+	for i := table.Slots() - 1; i >= 0; i-- {
+		m.freeSlots = append(m.freeSlots, i)
+	}
+	m.last = reading{heap: readHeap(), cpu: processCPU(), at: wire.MonoNow()}
+	m.cycles = m.last.heap.cycles
+	go m.setProcs()
+	return m
+}
+
+// add opens run's account with its memory limit, its bound and what
+// cancels it.
+func (m *meter) add(run uint64, limitMB int, bound time.Duration, cancel context.CancelCauseFunc) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := &meteredRun{id: run, limitMB: limitMB, bound: bound, cancel: cancel, slot: -1, rate: [2]float64{-1, -1}}
+	if n := len(m.freeSlots); n > 0 {
+		r.slot, m.freeSlots = m.freeSlots[n-1], m.freeSlots[:n-1]
+	}
+	m.runs[run] = r
+	m.ledger.add(run, int64(limitMB)<<20)
+	m.writeSlotLocked(r, nil)
+}
+
+// remove closes run's account once it has ended, and returns what the run
+// was estimated to hold.
+func (m *meter) remove(run uint64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stepLocked(wire.MonoNow())
+	r := m.runs[run]
+	held := m.ledger.estimate(run)
+	if r == nil {
+		return held
+	}
+	if r.overLimit {
+		held = max(held, int64(r.limitMB)<<20)
+	}
+	if r.hogTid != 0 {
+		m.hogRuns--
+		m.wantProcsLocked()
+	}
+	if r.slot >= 0 {
+		m.table.Write(r.slot, wire.Slot{})
+		m.freeSlots = append(m.freeSlots, r.slot)
+	}
+	delete(m.runs, run)
+	m.ledger.end(run)
+	return held
+}
+
+// adopt charges run with a runtime the worker built for it ahead of time:
+// the heap and the CPU building it took.
+func (m *meter) adopt(run uint64, cost int64, cpu time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ledger.adopt(run, cost)
+	if r := m.runs[run]; r != nil {
+		r.cpu += cpu
+	}
+}
+
+// usage is what run has used so far: its CPU, the largest heap it was
+// charged, and the time its pieces waited for the CPU behind its
+// siblings.
+func (m *meter) usage(run uint64) (cpu time.Duration, peakHeap int64, waited time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stepLocked(wire.MonoNow())
+	if r := m.runs[run]; r != nil {
+		cpu, waited = r.cpu, r.waited
+	}
+	return cpu, m.ledger.peakOf(run), waited
+}
+
+// overLimit reports whether the meter ended run for its memory.
+func (m *meter) overLimit(run uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[run]
+	return r != nil && r.overLimit
+}
+
+// charge counts n bytes allocated for run outside its pieces (a frame
+// decoded for it): they are its, whoever runs meanwhile.
+func (m *meter) charge(run uint64, n int64) {
+	if n <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.chargeByNameLocked(run, n)
+}
+
+// chargeByNameLocked counts n bytes allocated in one object for run,
+// whoever runs meanwhile. m.mu is held.
+func (m *meter) chargeByNameLocked(run uint64, n int64) {
+	if n > largeObject {
+		m.explicit[1] += n
+	} else {
+		m.explicit[0] += n
+	}
+	m.ledger.chargeOne(run, n)
+}
+
+// reserve is asked before run allocates n bytes in one step (a built-in's
+// result): past its limit with them the run is cancelled with the memory
+// text and reserve reports false; otherwise they are charged to it.
+func (m *meter) reserve(run uint64, n int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[run]
+	if r == nil {
+		return true
+	}
+	if r.overLimit || m.ledger.estimate(run)+n > int64(r.limitMB)<<20 {
+		if !r.overLimit {
+			m.cancelLocked(r)
+		}
+		return false
+	}
+	m.chargeByNameLocked(run, n)
+	return true
+}
+
+// enter starts a piece of work of run (0: the worker's own) under clock
+// (nil: no bound), on the calling goroutine, which it locks to its thread
+// for the piece. It returns nil, starting nothing, when ctx ended first.
+// The same goroutine must call leave.
+func (m *meter) enter(ctx context.Context, run uint64, clock sandbox.Clock) *piece {
+	if ctx.Err() != nil {
+		return nil
+	}
+	// A hog's goroutine stays locked to its thread (whose priority cannot
+	// be raised again) until it ends, so a thread it was given is still
+	// its own; any other goroutine is locked to its thread for the piece.
+	tid := currentThread()
+	m.mu.Lock()
+	r := m.runs[run]
+	onHogThread := r != nil && r.hogTid != 0 && r.hogTid == tid
+	m.mu.Unlock()
+	p := &piece{run: r, clock: clock, hog: onHogThread}
+	if !onHogThread {
+		runtime.LockOSThread()
+		p.locked = true
+		tid = currentThread()
+	}
+	p.tid = tid
+	p.clk = clockOfThread(tid)
+	p.cpuAt = p.clk.read()
+	now := wire.MonoNow()
+	m.mu.Lock()
+	if now-m.last.at >= int64(minStep) {
+		m.stepLocked(now)
+	}
+	p.start = now
+	if clock != nil {
+		if left := clock.Left(); left > 0 {
+			p.deadline = now + int64(left)
+		} else {
+			p.deadline = now
+		}
+	}
+	if r != nil && r.overLimit {
+		// Already cancelled for its memory: it must stop now.
+		p.deadline, p.bound = now, wire.BoundMemory
+	}
+	m.pieces[p] = struct{}{}
+	if r != nil {
+		m.writeSlotLocked(r, p)
+	}
+	m.armLocked()
+	m.mu.Unlock()
+	return p
+}
+
+// leave ends piece p, on the goroutine that entered it. What p spent since
+// the last step is accounted at the next.
+func (m *meter) leave(p *piece) {
+	cpu := p.clk.read()
+	now := wire.MonoNow()
+	m.mu.Lock()
+	delete(m.pieces, p)
+	p.cpuEnd, p.end = cpu, now
+	m.departed = append(m.departed, p)
+	if p.run != nil {
+		m.writeSlotLocked(p.run, nil)
+	}
+	if now-m.last.at >= int64(minStep) {
+		m.stepLocked(now)
+	}
+	m.mu.Unlock()
+	if p.locked && !p.hog {
+		runtime.UnlockOSThread()
+	}
+}
+
+// armLocked starts the tick while a piece is in flight. m.mu is held.
+func (m *meter) armLocked() {
+	if m.armed {
+		return
+	}
+	m.armed = true
+	if m.timer == nil {
+		m.timer = time.AfterFunc(m.periodLocked(), m.tick)
+	} else {
+		m.timer.Reset(m.periodLocked())
+	}
+}
+
+// periodLocked is the time to the next step. m.mu is held.
+func (m *meter) periodLocked() time.Duration {
+	if len(m.pieces) > 1 {
+		return meterTick / 4
+	}
+	return meterTick
+}
+
+// tick accounts every meterTick for as long as a piece is in flight.
+func (m *meter) tick() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pieces) == 0 {
+		m.armed = false
+		return
+	}
+	m.stepLocked(wire.MonoNow())
+	m.timer.Reset(m.periodLocked())
+}
+
+// stepLocked accounts what happened since the last step, then acts on it:
+// the pieces that became hogs, a collection that completed, and the runs
+// past a limit. m.mu is held.
+func (m *meter) stepLocked(now int64) {
+	h, largest, biggest := m.accountLocked(now)
+	for p := range m.pieces {
+		if !p.hog && p.run != nil && p.spent > hogSlice {
+			m.hogLocked(p)
+		}
+	}
+	if h.cycles != m.cycles {
+		m.cycles = h.cycles
+		small, large := h.liveSplit()
+		m.ledger.correct(int64(small), int64(large))
+		m.retuneGC(h.live)
+	}
+	if r := biggest.run; r != nil && !r.overLimit && largest > uint64(r.limitMB)<<20 && biggest.charged >= int64(largest)/16*15 {
+		// One allocation larger than the whole limit, charged to one run
+		// (all but what was charged to it by name meanwhile): past the
+		// limit as it is made, whatever a collection would find later.
+		m.cancelLocked(r)
+	}
+	if (len(m.overAndLive()) > 0 || m.pastWorkerLine()) && now-m.confirmed >= int64(confirmEvery) {
+		m.confirmLocked()
+	}
+	for p := range m.pieces {
+		if p.run != nil {
+			m.writeSlotLocked(p.run, p)
+		}
+	}
+	for _, p := range m.departed {
+		if p.run != nil && !m.inFlightLocked(p.run) {
+			m.writeSlotLocked(p.run, nil)
+		}
+	}
+	m.departed = m.departed[:0]
+}
+
+// inFlightLocked reports whether a piece of r is in flight. m.mu is held.
+func (m *meter) inFlightLocked(r *meteredRun) bool {
+	for p := range m.pieces {
+		if p.run == r {
+			return true
+		}
+	}
+	return false
+}
+
+// stepped is every piece the current step accounts: those in flight, and
+// those that ended since the last step. m.mu is held.
+func (m *meter) stepped() []*piece {
+	out := make([]*piece, 0, len(m.pieces)+len(m.departed))
+	for p := range m.pieces {
+		out = append(out, p)
+	}
+	return append(out, m.departed...)
+}
+
+// accountLocked charges what happened since the last step: the CPU of each
+// piece in flight, the heap the process allocated, and the time its CPU
+// served other processes. It returns the heap now, a lower bound on the
+// largest allocation since, and the piece charged the most heap in the
+// step (with its charge). m.mu is held.
+func (m *meter) accountLocked(now int64) (h heapReading, largest uint64, biggest stepCharge) {
+	h = readHeap()
+	pcpu := processCPU()
+	var sum time.Duration
+	all := m.stepped()
+	for _, p := range all {
+		c := p.cpuEnd
+		if p.end == 0 {
+			c = p.clk.read()
+		}
+		p.delta = max(0, c-p.cpuAt)
+		p.cpuAt = c
+		p.spent += p.delta
+		sum += p.delta
+	}
+	spent := pcpu - m.last.cpu
+	m.attributeHeapLocked(all, 0, int64(h.small()-m.last.heap.small()), sum)
+	biggest = m.attributeHeapLocked(all, 1, int64(h.large-m.last.heap.large), sum)
+	m.attributeCPULocked(all, spent, sum)
+	// Time the process's CPU served others while pieces were in flight
+	// (another tenant's worker on the same CPU, the gateway) is no run's:
+	// it is given back to their clocks, in the part of the step each was
+	// in flight, and their deadlines move with it.
+	if interval := now - m.last.at; interval > 0 {
+		foreign := max(0, time.Duration(interval)-spent)
+		for _, p := range all {
+			from, to := max(p.start, m.last.at), now
+			if p.end != 0 {
+				to = p.end
+			}
+			inFlight := time.Duration(max(0, to-from))
+			share := time.Duration(float64(foreign) * float64(inFlight) / float64(interval))
+			if p.run != nil {
+				// What the piece neither ran nor lost to other processes,
+				// it waited for its turn behind its siblings.
+				p.run.waited += max(0, inFlight-p.delta-share)
+			}
+			if share > 0 && p.clock != nil && p.bound == wire.BoundTime {
+				p.clock.Credit(share)
+				p.deadline += int64(share)
+			}
+		}
+	}
+	largest = m.last.heap.largestSince(h)
+	m.last = reading{heap: h, cpu: pcpu, at: now}
+	return h, largest, biggest
+}
+
+// stepCharge is the heap one step charged to one piece's run.
+type stepCharge struct {
+	run     *meteredRun
+	charged int64
+}
+
+// attributeHeapLocked charges the n bytes the heap grew by since the last
+// step in objects of one kind (0: small, 1: large), less what was charged
+// by name, to the pieces that ran: all of it to one that ran alone (whose
+// run's rate it teaches), else split by what each one's rate and CPU
+// predict; with none, the worker allocated them itself. It returns the run
+// charged the most. m.mu is held.
+func (m *meter) attributeHeapLocked(all []*piece, kind int, n int64, sum time.Duration) (biggest stepCharge) {
+	n -= m.explicit[kind]
+	if n < 0 {
+		// Charged by name but not yet seen allocated: the next steps'.
+		m.explicit[kind] = -n
+		n = 0
+	} else {
+		m.explicit[kind] = 0
+	}
+	if sum == 0 {
+		m.chargeKindLocked(0, kind, n)
+		return biggest
+	}
+	var ran []*piece
+	for _, p := range all {
+		if p.delta > 0 {
+			ran = append(ran, p)
+		}
+	}
+	if len(ran) == 1 {
+		p := ran[0]
+		if r := p.run; r != nil {
+			observed := float64(n) / float64(p.delta)
+			if r.rate[kind] < 0 {
+				r.rate[kind] = observed
+			} else {
+				r.rate[kind] += rateWeight * (observed - r.rate[kind])
+			}
+		}
+		m.chargePieceLocked(p, kind, n)
+		return stepCharge{run: p.run, charged: n}
+	}
+	// Predicted bytes: a run's learned rate times its CPU here; a run with
+	// none yet predicts the step's mean rate.
+	mean := float64(n) / float64(sum)
+	predicted := make([]float64, len(ran))
+	var total float64
+	for i, p := range ran {
+		rate := mean
+		if p.run != nil && p.run.rate[kind] >= 0 {
+			rate = p.run.rate[kind]
+		}
+		predicted[i] = rate * float64(p.delta)
+		total += predicted[i]
+	}
+	for i, p := range ran {
+		share := float64(p.delta) / float64(sum)
+		if total > 0 {
+			share = predicted[i] / total
+		}
+		c := int64(float64(n) * share)
+		m.chargePieceLocked(p, kind, c)
+		if c > biggest.charged {
+			biggest = stepCharge{run: p.run, charged: c}
+		}
+	}
+	return biggest
+}
+
+// rateWeight is how much one step in which a run ran alone moves its
+// learned rate of allocation.
+const rateWeight = 0.3
+
+// chargePieceLocked charges n bytes of one kind to p's run, or to the
+// worker's own for a piece of its own. m.mu is held.
+func (m *meter) chargePieceLocked(p *piece, kind int, n int64) {
+	if n <= 0 {
+		return
+	}
+	if p.run == nil {
+		p.alloc += n
+		m.chargeKindLocked(0, kind, n)
+		return
+	}
+	m.chargeKindLocked(p.run.id, kind, n)
+}
+
+// chargeKindLocked charges n bytes of one kind to run. m.mu is held.
+func (m *meter) chargeKindLocked(run uint64, kind int, n int64) {
+	if kind == 0 {
+		m.ledger.charge(run, n, 0)
+	} else {
+		m.ledger.charge(run, 0, n)
+	}
+}
+
+// attributeCPULocked charges each piece its thread's CPU, and the rest of
+// what the process spent (the collector, the pipe, native requests) to the
+// pieces in flight in proportion. m.mu is held.
+func (m *meter) attributeCPULocked(all []*piece, spent, sum time.Duration) {
+	rest := max(0, spent-sum)
+	for _, p := range all {
+		cpu := p.delta
+		if sum > 0 {
+			cpu += time.Duration(float64(rest) * float64(p.delta) / float64(sum))
+		}
+		if p.run == nil {
+			p.cpu += cpu
+			continue
+		}
+		p.run.cpu += cpu
+	}
+}
+
+// hogLocked makes p a hog: its thread is the run's for the rest of the run,
+// the parent lowers its priority, and the worker gets a processor more.
+// m.mu is held.
+func (m *meter) hogLocked(p *piece) {
+	p.hog = true
+	if p.run.hogTid == 0 {
+		m.hogRuns++
+		m.wantProcsLocked()
+	}
+	p.run.hogTid = p.tid
+	m.onHog(p.run.id, p.tid)
+}
+
+// maxHogProcs caps the processors hogs add: past it, hogs share the Go
+// scheduler's processors among themselves (a worker of a thousand spinning
+// runs must not make a thousand threads runnable).
+const maxHogProcs = 64
+
+// wantProcsLocked asks setProcs for the GOMAXPROCS the hogs call for.
+// m.mu is held.
+func (m *meter) wantProcsLocked() {
+	n := m.baseProcs + min(m.hogRuns, maxHogProcs)
+	select {
+	case <-m.procs:
+	default:
+	}
+	m.procs <- n
+}
+
+// setProcs applies GOMAXPROCS changes off the meter's lock: a change stops
+// the world for a moment.
+func (m *meter) setProcs() {
+	for n := range m.procs {
+		if runtime.GOMAXPROCS(0) != n {
+			runtime.GOMAXPROCS(n)
+		}
+	}
+}
+
+// confirmLocked collects, so that the estimates past a limit are checked
+// against what is live, and cancels the runs still past theirs, and the
+// run that grew the most lately if the worker is past its line. m.mu is
+// held.
+func (m *meter) confirmLocked() {
+	before := m.last.heap
+	runtime.GC()
+	h, _, _ := m.accountLocked(wire.MonoNow())
+	m.confirmed = m.last.at
+	m.cycles = h.cycles
+	// What the programs allocated while the collection marked is counted
+	// live by it (allocated black) though much of it is garbage already:
+	// discounting it keeps churn from reading as growth. Real growth is
+	// seen at the next confirmation, one collection later.
+	small, large := h.liveSplit()
+	small -= min(small, h.small()-before.small())
+	large -= min(large, h.large-before.large)
+	m.ledger.correct(int64(small), int64(large))
+	m.retuneGC(h.live)
+	for _, id := range m.overAndLive() {
+		m.cancelLocked(m.runs[id])
+	}
+	grower := m.ledger.grower()
+	if m.pastWorkerLine() {
+		if r := m.runs[grower]; r != nil && !r.overLimit {
+			m.cancelLocked(r)
+		}
+	}
+}
+
+// pastWorkerLine reports whether the runs together are estimated past the
+// worker's line, not counting runs already cancelled for their memory
+// (what they hold goes once they end). m.mu is held.
+func (m *meter) pastWorkerLine() bool {
+	if m.workerLine <= 0 {
+		return false
+	}
+	t := m.ledger.total()
+	for _, r := range m.runs {
+		if r.overLimit {
+			t -= m.ledger.estimate(r.id)
+		}
+	}
+	return t > m.workerLine
+}
+
+// overAndLive lists the runs estimated past their limit that the meter has
+// not cancelled yet. m.mu is held.
+func (m *meter) overAndLive() []uint64 {
+	var out []uint64
+	for _, id := range m.ledger.over() {
+		if r := m.runs[id]; r != nil && !r.overLimit {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// retuneGC moves the GC percentage to what the live heap calls for, when
+// it is off by more than a quarter. m.mu is held.
+func (m *meter) retuneGC(live uint64) {
+	if !m.tuneGC {
+		return
+	}
+	p := gcPercentFor(live)
+	if p*4 < m.gcPercent*3 || p*4 > m.gcPercent*5 {
+		m.gcPercent = p
+		debug.SetGCPercent(p)
+	}
+}
+
+// cancelLocked ends run r with the memory text. m.mu is held.
+func (m *meter) cancelLocked(r *meteredRun) {
+	r.overLimit = true
+	r.cancel(protocol.NewMemoryLimitError(r.limitMB))
+	now := wire.MonoNow()
+	for p := range m.pieces {
+		if p.run == r {
+			// Its deadline is now: past the grace the parent stops the
+			// process if Go code the interrupt cannot reach keeps it here.
+			p.deadline, p.bound = now, wire.BoundMemory
+			m.writeSlotLocked(r, p)
+		}
+	}
+}
+
+// writeSlotLocked tells the parent what run r is doing (p: the piece in
+// flight, nil: none) and has used. m.mu is held.
+func (m *meter) writeSlotLocked(r *meteredRun, p *piece) {
+	if r.slot < 0 {
+		return
+	}
+	s := wire.Slot{Run: r.id, CPU: r.cpu, Heap: m.ledger.estimate(r.id), Peak: m.ledger.peakOf(r.id)}
+	if p != nil {
+		s.Active, s.Deadline, s.Bound = true, p.deadline, p.bound
+		if p.clock != nil && r.bound > 0 {
+			r.clock = max(r.clock, r.bound-p.clock.Left())
+		}
+	}
+	s.Clock = r.clock
+	m.table.Write(r.slot, s)
+}
