@@ -17,7 +17,11 @@
 //      alone and while tenant B floods in four ways;
 //   d. what a 128 MB memory limit holds: for five shapes of data, the most
 //      values one run keeps before it gets the memory text, on the gateway
-//      and on isolated-vm (node:vm has no limit).
+//      and on isolated-vm (node:vm has no limit);
+//   e. a tenant's own load: with 8, then 32 of its programs spinning, how
+//      long its trivial run on a new connection takes, and how long a
+//      sibling parked on a tool call takes from the answer to its result,
+//      on the gateway and on isolated-vm.
 //
 // Environment (all optional):
 //   BENCH_DURATION_MS  each caller's loop in step a (5000)
@@ -26,7 +30,7 @@
 //                      stops once BENCH_STALL_MS (10000) pass with no new
 //                      tool call after the first
 //   BENCH_FAIR_MS      tenant A's window per fairness scenario (3000)
-//   BENCH_STEPS        which steps to run, e.g. "a,b" (a,b,c,d)
+//   BENCH_STEPS        which steps to run, e.g. "a,b" (a,b,c,d,e)
 //   BENCH_LOCAL        a YAML/JSON flow mapping merged into every gateway
 //                      config's `local:` (its keys win), e.g.
 //                      BENCH_LOCAL='{poolSize: 8}', so a redesigned local
@@ -59,7 +63,7 @@ const PARKED = num('BENCH_PARKED', 1000)
 const PARK_MS = num('BENCH_PARK_MS', 60000)
 const STALL_MS = num('BENCH_STALL_MS', 10000)
 const FAIR_MS = num('BENCH_FAIR_MS', 3000)
-const STEPS = new Set((process.env.BENCH_STEPS ?? 'a,b,c,d').split(',').map((s) => s.trim()))
+const STEPS = new Set((process.env.BENCH_STEPS ?? 'a,b,c,d,e').split(',').map((s) => s.trim()))
 
 const results = { when: new Date().toISOString(), node: process.version, steps: {} }
 const invalid = [] // reasons the run's figures cannot be trusted
@@ -817,6 +821,107 @@ async function stepMemoryHolds() {
   results.steps.memoryHolds = { limitMB: HOLD_MB, servers: measured.map((s) => s.name), rows }
 }
 
+// ---- e. a tenant's own load ----------------------------------------------------------------
+
+const SPINNERS = [8, 32]
+const SIBLINGS_PARKED = 8
+const SIBLING_SAMPLES = 12
+const SPIN = { code: 'async () => { await s.started(); const end = Date.now() + 60000; while (Date.now() < end) {} return 1 }', providers: [{ name: 's', tools: ['started'] }] }
+const SIBLING = { code: 'async () => (await t.wait()) + 1', providers: [{ name: 't', tools: ['wait'] }] }
+
+// ownLoad: K programs of one tenant spin (each says when it started);
+// meanwhile the same tenant's trivial run on a new connection (connect
+// included) is timed, and so is the time from answering a tool call of a
+// sibling parked beside the spinners to that sibling's result. The
+// spinners are cut when their connection is disposed.
+async function ownLoad(server, k) {
+  const [spinClient, parkClient] = await connectMany(server, 2)
+  await warmUp([spinClient])
+  let started = 0
+  const spinning = Array.from({ length: k }, () => spinClient.execute({ ...SPIN, timeout: 120000, dispatch: async () => { started++; return '{"result":1}' } }).catch(() => {}))
+  const releases = []
+  const parked = Array.from({ length: SIBLINGS_PARKED }, (_, i) => new Promise((resolve) => {
+    parkClient.execute({ ...SIBLING, timeout: 120000, dispatch: () => new Promise((answer) => { releases[i] = answer }) })
+      .then((r) => resolve({ r, at: now() }), (err) => resolve({ err, at: now() }))
+  }))
+  await waitFor(() => started >= k && releases.filter(Boolean).length >= SIBLINGS_PARKED, 20000)
+  const f = { spinning: started, parked: releases.filter(Boolean).length, wrong: 0, thrown: 0 }
+  await sleep(300) // every spinner well into its loop
+  const trivial = []
+  for (let i = 0; i < SIBLING_SAMPLES; i++) {
+    const t = now()
+    const r = await within((async () => {
+      const c = await RemoteExecutor.connect(server.url, { headers: server.headers })
+      try {
+        return await c.execute({ code: 'async () => 1', timeout: 10000 })
+      } finally {
+        c.dispose().catch(() => {})
+      }
+    })().catch(() => 'thrown'), 15000, 'late')
+    trivial.push(now() - t)
+    if (r === 'thrown' || r === 'late') f.thrown++
+    else if (r.result !== 1) f.wrong++
+    await sleep(100)
+  }
+  const answers = []
+  for (let i = 0; i < SIBLINGS_PARKED && releases[i]; i++) {
+    const t = now()
+    releases[i](JSON.stringify({ result: i }))
+    const { r, at } = await within(parked[i], 15000, { late: true, at: now() })
+    answers.push(at - t)
+    if (!r || r.result !== i + 1) f.wrong++
+    await sleep(50)
+  }
+  await disposeAll([spinClient, parkClient])
+  await within(Promise.all(spinning), 5000, null)
+  trivial.sort((x, y) => x - y)
+  answers.sort((x, y) => x - y)
+  return { k, trivialP50: pct(trivial, 0.5), trivialMax: trivial[trivial.length - 1], answerP50: pct(answers, 0.5), answerMax: answers[answers.length - 1], ...f }
+}
+
+async function stepOwnLoad() {
+  console.log(`## e. A tenant's own load\n\nK programs of one tenant spin (\`${SPIN.code}\`); meanwhile the same tenant's \`async () => 1\` on a new connection ` +
+    `(connect included, ${SIBLING_SAMPLES} one after another), and ${SIBLINGS_PARKED} of its runs parked on a tool call beside the spinners, answered one at a time: ` +
+    'the time from the answer to the run\'s result. The gateway has two tenants, each `{maxConcurrent: 64, rate: 0}`, on the default local backend; the peers serve one.\n')
+  const rows = []
+  for (const s of servers.filter((x) => !x.name.includes('node:vm'))) {
+    for (const k of SPINNERS) {
+      const server = s.gateway ? await gatewayTwoTenants() : await s.start({})
+      try {
+        rows.push({ name: s.name, gateway: !!s.gateway, ...(await ownLoad(server, k)) })
+      } finally {
+        await server.stop()
+      }
+    }
+  }
+  const goal = (k) => (k <= 8 ? 100 : 250)
+  table(['server', 'spinners', 'trivial p50 ms', 'trivial max ms', 'answer p50 ms', 'answer max ms', `goal (≤ 100 ms at 8, ≤ 250 at 32)`, 'faults (wrong / thrown)'],
+    rows.map((r) => [r.name, `${r.spinning} of ${r.k}`, ms(r.trivialP50), ms(r.trivialMax), ms(r.answerP50), ms(r.answerMax),
+      r.gateway ? (r.trivialMax <= goal(r.k) && r.answerMax <= goal(r.k) ? 'met' : 'not met') : '', `${r.wrong} / ${r.thrown}`]))
+  const ratios = []
+  for (const k of SPINNERS) {
+    const gw = rows.find((r) => r.gateway && r.k === k)
+    const ivm = rows.find((r) => !r.gateway && r.k === k)
+    if (gw && ivm) ratios.push([`${k} spinners: gateway ÷ isolated-vm, trivial p50 / answer p50`, `${fix(gw.trivialP50 / ivm.trivialP50)} / ${fix(gw.answerP50 / ivm.answerP50)}`])
+  }
+  table(['ratio', 'value'], ratios)
+  for (const r of rows) {
+    if (r.spinning < r.k || r.parked < SIBLINGS_PARKED) invalid.push(`e: ${r.name}: only ${r.spinning} of ${r.k} spinners and ${r.parked} of ${SIBLINGS_PARKED} siblings started`)
+    if (r.wrong + r.thrown > 0) invalid.push(`e: ${r.name} with ${r.k} spinners: ${r.wrong} wrong, ${r.thrown} thrown`)
+  }
+  results.steps.ownLoad = rows
+}
+
+// gatewayTwoTenants is the gateway with tenants a and b on the default
+// local backend; the caller is tenant a.
+async function gatewayTwoTenants() {
+  const ka = newKey()
+  const kb = newKey()
+  const policy = '{maxConcurrent: 64, rate: 0}'
+  const gw = await startGateway(gatewayConfig({ tenants: [{ name: 'a', hash: ka.hash, policy }, { name: 'b', hash: kb.hash, policy }], local: {} }))
+  return { ...gw, headers: { Authorization: `Bearer ${ka.key}` } }
+}
+
 // ---- the run -----------------------------------------------------------------------------------
 
 if (process.argv[2] === '--flood') {
@@ -824,7 +929,7 @@ if (process.argv[2] === '--flood') {
 }
 
 try {
-  if (STEPS.has('a') || STEPS.has('b')) requirePeers()
+  if (STEPS.has('a') || STEPS.has('b') || STEPS.has('e')) requirePeers()
   let version = '?'
   try {
     version = execFileSync(gatewayBinary, ['version'], { encoding: 'utf8' }).trim().replace(/\n/g, '; ')
@@ -836,6 +941,7 @@ try {
   if (STEPS.has('b')) await stepParked()
   if (STEPS.has('c')) await stepFairness()
   if (STEPS.has('d')) await stepMemoryHolds()
+  if (STEPS.has('e')) await stepOwnLoad()
 } catch (err) {
   invalid.push(`the run failed: ${err?.stack ?? err}`)
 } finally {
