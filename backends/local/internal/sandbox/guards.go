@@ -73,6 +73,12 @@ type guards struct {
 	// reflectHas is Reflect.has (HasProperty), ownDesc
 	// Object.getOwnPropertyDescriptor, isArray Array.isArray.
 	reflectHas, ownDesc, isArray goja.Callable
+	// reflectGet is Reflect.get; recurse a function that recurses until
+	// goja's stack overflow; rangeErrorCtor RangeError.
+	reflectGet, recurse goja.Callable
+	rangeErrorCtor      goja.Value
+	// ownSymbolsOf is Object.getOwnPropertySymbols.
+	ownSymbolsOf goja.Callable
 
 	objectProto, arrayProto, arrayCtor *goja.Object
 	// taLength is the getter of %TypedArray%.prototype.length.
@@ -106,6 +112,7 @@ func (s *session) installGuards() error {
 	}
 	for _, install := range []func() error{
 		g.installStrings,
+		g.installArrays,
 	} {
 		if err := install(); err != nil {
 			return err
@@ -117,7 +124,8 @@ func (s *session) installGuards() error {
 // capture reads the intrinsics the wrappers use.
 func (g *guards) capture() error {
 	v, err := g.vm.RunString(`[function () {}, Reflect.has, Object.getOwnPropertyDescriptor, Array.isArray,
-  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get]`)
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get,
+  Reflect.get, function recurse() { return recurse() }, RangeError, Object.getOwnPropertySymbols]`)
 	if err != nil {
 		return err
 	}
@@ -128,6 +136,9 @@ func (g *guards) capture() error {
 	}
 	g.noop, g.reflectHas, g.ownDesc, g.isArray = fn(0), fn(1), fn(2), fn(3)
 	g.taLength = list.Get("4").(*goja.Object)
+	g.reflectGet, g.recurse = fn(5), fn(6)
+	g.rangeErrorCtor = list.Get("7")
+	g.ownSymbolsOf = fn(8)
 	g.objectProto = g.global("Object").Get("prototype").(*goja.Object)
 	g.arrayCtor = g.global("Array")
 	g.arrayProto = g.arrayCtor.Get("prototype").(*goja.Object)
@@ -318,6 +329,20 @@ func (g *guards) quietLength(o *goja.Object) (n int64, ok bool) {
 		return 0, false
 	}
 	return 0, true
+}
+
+// hasOwnSymbol reports whether o (not a Proxy) has an own property keyed
+// by sym, enumerable or not.
+func (g *guards) hasOwnSymbol(o *goja.Object, sym *goja.Symbol) bool {
+	list, err := g.ownSymbolsOf(goja.Undefined(), o)
+	throwing(err)
+	l := list.(*goja.Object)
+	for i, n := int64(0), lengthOf(l); i < n; i++ {
+		if l.Get(key(i)) == sym {
+			return true
+		}
+	}
+	return false
 }
 
 // callValue calls fn (a function object) with this and args.
