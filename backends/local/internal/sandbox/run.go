@@ -140,13 +140,20 @@ type session struct {
 	broken bool
 
 	console *protocol.ConsoleCapture
+	// unguarded leaves goja's built-ins unwrapped (guards.go), for tests
+	// that compare against them.
+	unguarded bool
 }
 
 // prepare builds a fresh runtime with the whole sandbox scope installed:
 // the part of a run that depends on nothing of the job, so that a worker can
 // do it while it waits for one. A failure to install is kept and reported
 // by the run that uses the session.
-func prepare() *session {
+func prepare() *session { return prepareSession(guardsOff.Load()) }
+
+// prepareSession is prepare, with goja's built-ins left unguarded when
+// unguarded is set.
+func prepareSession(unguarded bool) *session {
 	s := &session{
 		tasks:     make(chan func(), 16),
 		done:      make(chan struct{}),
@@ -154,6 +161,7 @@ func prepare() *session {
 		hostCalls: queue.New[func()](MaxConcurrentHostCalls, protocol.MaxWaitingHostCalls),
 	}
 	s.console = protocol.NewConsoleCapture(0)
+	s.unguarded = unguarded
 	s.vm = goja.New()
 	s.vm.SetParserOptions(parser.WithDisableSourceMaps)
 	s.vm.SetMaxCallStackSize(MaxCallStackSize)
@@ -278,13 +286,19 @@ func checkSource(what, src string) string {
 	return ""
 }
 
-// install builds the sandbox scope in the fresh runtime: timers, the
-// bootstrap's console, queueMicrotask and codec, the module loader and the
-// web platform. A failure stops the session (s.stopped).
+// install builds the sandbox scope in the fresh runtime: the guards of
+// goja's unbounded built-ins (first, so that everything installed after
+// captures the guarded ones), timers, the bootstrap's console,
+// queueMicrotask and codec, the module loader and the web platform. A
+// failure stops the session (s.stopped).
 func (s *session) install() {
 	g := s.vm.GlobalObject()
 	// goja's own constructor for wrapped Go errors has no place here.
 	_ = g.Delete("GoError")
+	if err := s.installGuards(); err != nil {
+		s.stop(err)
+		return
+	}
 	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
 		"setTimeout":    s.setTimer(false),
 		"setInterval":   s.setTimer(true),
@@ -428,6 +442,11 @@ func (s *session) uncatchable(err error) failure {
 				return s.cancelled()
 			}
 			return s.timedOut()
+		case interruptMemory:
+			if s.ctx != nil && s.ctx.Err() != nil {
+				return s.cancelled()
+			}
+			return failure{text: protocol.NewMemoryLimitError(s.job.MemoryLimitMB).Error(), kind: protocol.FailureMemory}
 		default:
 			return s.cancelled()
 		}
