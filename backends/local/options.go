@@ -36,6 +36,9 @@ const (
 	// runs, so that whatever a long-lived process accumulates (fragmented
 	// heap, runtime caches) never builds up.
 	DefaultMaxRunsPerWorker = 10000
+	// DefaultStuckDrain is how long a worker whose run is stuck in Go code
+	// past its deadline keeps serving its other runs before it is stopped.
+	DefaultStuckDrain = 10 * time.Second
 	// DefaultKillGrace is how long past a deadline the parent waits for
 	// the worker's own report before it kills the worker.
 	DefaultKillGrace = 500 * time.Millisecond
@@ -148,6 +151,13 @@ type Options struct {
 	// waits this long for the worker before killing it. Default:
 	// DefaultKillGrace.
 	KillGrace time.Duration
+	// StuckDrain: a run still executing KillGrace past its deadline is in
+	// Go code goja's interrupt cannot reach, and only stopping its worker
+	// stops it. Its caller gets its bound's text at once; the worker takes
+	// nothing new, and its other runs have this long to finish before the
+	// process is stopped (sooner once none is left). Default:
+	// DefaultStuckDrain.
+	StuckDrain time.Duration
 	// StartTimeout bounds a worker's start. Default: DefaultStartTimeout.
 	StartTimeout time.Duration
 	// AddressSpaceHeadroomMB is RLIMIT_AS's headroom, see
@@ -236,7 +246,7 @@ type Share struct {
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxWorkers < 0 || o.PoolSize < 0 || o.MinWorkers < 0 || o.RunsPerWorker < 0 || o.WorkerMemoryMB < 0 ||
 		o.QueueTimeout < 0 || o.WorkerIdleTimeout < 0 || o.MemoryLimitMB < 0 || o.DefaultTimeoutMs < 0 ||
-		o.MaxRunsPerWorker < 0 || o.KillGrace < 0 || o.StartTimeout < 0 || o.HandlesIdleTimeout < 0 || o.RSSHeadroomMB < 0 {
+		o.MaxRunsPerWorker < 0 || o.KillGrace < 0 || o.StuckDrain < 0 || o.StartTimeout < 0 || o.HandlesIdleTimeout < 0 || o.RSSHeadroomMB < 0 {
 		return o, errors.New("local: negative option")
 	}
 	n := runtime.NumCPU()
@@ -278,6 +288,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.cred = cred
 	o.WorkerEnv = append([]string(nil), o.WorkerEnv...)
 	o.KillGrace = cmp.Or(o.KillGrace, DefaultKillGrace)
+	o.StuckDrain = cmp.Or(o.StuckDrain, DefaultStuckDrain)
 	o.StartTimeout = cmp.Or(o.StartTimeout, DefaultStartTimeout)
 	if o.AddressSpaceHeadroomMB < 0 {
 		o.AddressSpaceHeadroomMB = 0

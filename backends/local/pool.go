@@ -236,11 +236,13 @@ func (e *Executor) othersHoldWorkersLocked(t *tenantPool) bool {
 	return false
 }
 
-// ownWorkers counts t's workers that are its share, not borrowed.
+// ownWorkers counts t's workers that are its share: not borrowed, and not
+// draining (one on its way out, a run stuck in Go code say, is replaced at
+// once rather than holding its tenant's new runs back).
 func (t *tenantPool) ownWorkers() int {
 	n := 0
 	for _, w := range t.workers {
-		if !w.borrowed {
+		if !w.borrowed && !w.draining {
 			n++
 		}
 	}
@@ -533,6 +535,13 @@ func (e *Executor) failOneWaiterLocked() {
 func (e *Executor) retireLocked(w *worker) {
 	e.dropLocked(w)
 	go w.p.retire()
+}
+
+// drain makes w take nothing new: it is stopped once its runs are out.
+func (e *Executor) drain(w *worker) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w.draining = true
 }
 
 // dropLocked takes w off the pool's books.

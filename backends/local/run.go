@@ -58,6 +58,8 @@ type run struct {
 	// worker had reported for the run when it was last billed (the watcher
 	// alone touches it).
 	usageAfter func(*protocol.Usage)
+	// buried is set once died settled the run.
+	buried     atomic.Bool
 	billedCPU  time.Duration
 	usageQueue serial
 }
@@ -410,9 +412,14 @@ func (d deathNote) fault() error {
 	return crashedFault("The worker process under the execution exited unexpectedly.")
 }
 
-// died settles a run whose worker is gone, and returns the fault it met
-// (nil when a bound of its own ended it).
+// died settles a run whose worker is gone (or is going: a run stuck in Go
+// code is settled before its worker is stopped), once, and returns the
+// fault it met (nil when a bound of its own ended it, or it was settled
+// already).
 func (r *run) died(d deathNote) error {
+	if !r.buried.CompareAndSwap(false, true) {
+		return nil
+	}
 	r.traceDeath(d)
 	r.runCancel()
 	r.heldCancel()

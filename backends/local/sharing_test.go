@@ -194,11 +194,52 @@ func TestSiblingSpinsWhileAToolAnswerArrives(t *testing.T) {
 	}
 }
 
-// Go code that no interrupt reaches, past its run's deadline, takes the
-// process down: that run reports its timeout, its sibling WORKER_CRASHED
-// (retryable) with a text that does not blame it, and the next run works.
-func TestGoCodePastDeadlineSparesNoSiblingButBlamesNone(t *testing.T) {
-	e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, KillGrace: 200 * time.Millisecond, Shares: oneSlotEach})
+// Go code that no interrupt reaches, past its run's deadline, is stopped
+// only with its process: that run reports its timeout at once, with its
+// usage; the worker takes nothing new (the tenant's next run goes to
+// another process at once), and a sibling parked beside it completes with
+// its answer before the process goes.
+func TestGoCodePastDeadlineSparesItsSiblings(t *testing.T) {
+	e := newPool(t, Options{MaxWorkers: 3, MinWorkers: 1, KillGrace: 200 * time.Millisecond, Shares: oneSlotEach})
+	g := newGatedTool()
+	parked := make(chan *protocol.ExecuteResult, 1)
+	go func() {
+		res, err := e.ExecuteWith(testCtx(t), parkedRequest(g, 1), tenantT)
+		if err != nil {
+			t.Error(err)
+		}
+		parked <- res
+	}()
+	testutil.WaitFor(t, 10*time.Second, func() bool { return g.count() == 1 }, "the tool call to arrive")
+	start := time.Now()
+	res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{
+		Code: "async () => /^(a+)+(?=c)/.test('a'.repeat(40) + 'b')", Timeout: protocol.TimeoutOf(300),
+	}, tenantT)
+	if err != nil || res.Error != protocol.NewExecutionTimeoutError(300).Error() || res.Usage == nil || res.Usage.CPU < 100*time.Millisecond {
+		t.Fatalf("the backtracking run: %+v (usage %+v), %v", res, res.Usage, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the backtracking run answered after %v", d)
+	}
+	// The tenant's next run does not wait for the drain.
+	res, err = e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"}, tenantT)
+	if err != nil || res.ResultJSON != "1" {
+		t.Fatalf("the next run: %+v, %v", res, err)
+	}
+	close(g.release)
+	if res := <-parked; res == nil || res.HasError || res.ResultJSON != "2" {
+		t.Fatalf("the sibling: %+v", res)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().TimeoutKills == 1 }, "the stuck worker to be stopped")
+	if s := e.Stats(); s.WorkersCrashed != 0 {
+		t.Fatalf("a sibling crashed: %+v", s)
+	}
+}
+
+// A sibling that is still in flight when the drain ends goes with the
+// process: WORKER_CRASHED (retryable), with a text that does not blame it.
+func TestGoCodePastDeadlineBlamesNoSiblingItTakes(t *testing.T) {
+	e := newPool(t, Options{MaxWorkers: 3, MinWorkers: 1, KillGrace: 200 * time.Millisecond, StuckDrain: 500 * time.Millisecond, Shares: oneSlotEach})
 	g := newGatedTool()
 	defer close(g.release)
 	parked := make(chan error, 1)

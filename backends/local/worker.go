@@ -38,7 +38,13 @@ type worker struct {
 	byRun  map[uint64]*run
 	dead   bool   // its death has been dealt with: no run joins it
 	blamed uint64 // the run the parent killed the process for; 0: none
-	wake   chan struct{}
+	// stuck is the run found executing past its deadline (or its cancel)
+	// plus the kill grace, in Go code no interrupt reaches; stuckAt when
+	// (MonoNow), stuckFor which bound. The monitor alone touches them.
+	stuck    uint64
+	stuckAt  int64
+	stuckFor wire.Bound
+	wake     chan struct{}
 	// watched is closed once the worker's death has been dealt with.
 	watched chan struct{}
 }
@@ -303,15 +309,50 @@ func (w *worker) monitor() bool {
 			}
 		}
 	})
-	switch {
-	case over.Run == 0:
-	case over.Bound == wire.BoundMemory:
-		// Cancelled for its memory and still in Go code with it.
-		w.kill(killMemory, over.Run)
-	default:
-		w.kill(killOverrun, over.Run)
+	if over.Run != 0 {
+		w.stopStuck(over, now)
+	}
+	if w.stuck != 0 && (now > w.stuckAt+int64(w.e.opts.StuckDrain) || w.onlyStuckLeft()) {
+		reason := killOverrun
+		if w.stuckFor == wire.BoundMemory {
+			// Cancelled for its memory and still in Go code with it.
+			reason = killMemory
+		}
+		w.kill(reason, w.stuck)
 	}
 	return busy || executing
+}
+
+// stopStuck deals with a run found in Go code past its deadline (or its
+// cancel) plus the kill grace: only stopping the process stops it. Its
+// caller gets its bound's text now, with what the table says it used; the
+// worker takes nothing new, and its other runs have StuckDrain to finish
+// before the process goes. A second stuck run ends the drain at once.
+func (w *worker) stopStuck(s wire.Slot, now int64) {
+	if w.stuck != 0 {
+		if s.Run != w.stuck {
+			w.stuckAt = now - int64(w.e.opts.StuckDrain) - 1
+		}
+		return
+	}
+	w.stuck, w.stuckAt, w.stuckFor = s.Run, now, s.Bound
+	w.e.drain(w)
+	if r := w.lookup(s.Run); r != nil {
+		reason := killOverrun
+		if s.Bound == wire.BoundMemory {
+			reason = killMemory
+		}
+		r.died(deathNote{reason: reason, blamed: s.Run, used: map[uint64]wire.Slot{s.Run: s}})
+	}
+}
+
+// onlyStuckLeft reports whether the stuck run is all the worker still
+// hosts.
+func (w *worker) onlyStuckLeft() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.byRun[w.stuck]
+	return ok && len(w.byRun) == 1
 }
 
 // heaviest is the run the worker's table estimates to hold the most

@@ -95,6 +95,7 @@ type meter struct {
 	// explicit is what was charged by name since the last step (small
 	// objects, large ones), not yet seen in the heap's counts.
 	explicit  [2]int64
+	carry     time.Duration // CPU spent while no piece ran, for the next ones
 	cycles    uint64
 	confirmed int64 // when a collection last confirmed an estimate (MonoNow)
 	timer     *time.Timer
@@ -273,8 +274,9 @@ func (m *meter) chargeByNameLocked(run uint64, n int64) {
 }
 
 // reserve is asked before run allocates n bytes in one step (a built-in's
-// result): past its limit with them the run is cancelled with the memory
-// text and reserve reports false; otherwise they are charged to it.
+// result): past its limit with them, once a collection has confirmed what
+// it holds, the run is cancelled with the memory text and reserve reports
+// false. Nothing is charged here: the allocation, when it comes, is.
 func (m *meter) reserve(run uint64, n int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -282,13 +284,17 @@ func (m *meter) reserve(run uint64, n int64) bool {
 	if r == nil {
 		return true
 	}
-	if r.overLimit || m.ledger.estimate(run)+n > int64(r.limitMB)<<20 {
+	limit := int64(r.limitMB) << 20
+	if !r.overLimit && m.ledger.estimate(run)+n > limit && n <= limit {
+		// The estimate counts garbage until a collection says otherwise.
+		m.confirmLocked()
+	}
+	if r.overLimit || m.ledger.estimate(run)+n > limit {
 		if !r.overLimit {
 			m.cancelLocked(r)
 		}
 		return false
 	}
-	m.chargeByNameLocked(run, n)
 	return true
 }
 
@@ -607,15 +613,21 @@ func (m *meter) chargeKindLocked(run uint64, kind int, n int64) {
 }
 
 // attributeCPULocked charges each piece its thread's CPU, and the rest of
-// what the process spent (the collector, the pipe, native requests) to the
-// pieces in flight in proportion. m.mu is held.
+// what the process spent (the collector, the pipe, encoding a result) to
+// the pieces that ran, in proportion. What the process spends while no
+// piece runs (a collection of the garbage runs left, answering a run that
+// just ended) is carried to the next pieces that run, up to maxCarry: it
+// is work for the tenant's runs all the same. m.mu is held.
 func (m *meter) attributeCPULocked(all []*piece, spent, sum time.Duration) {
 	rest := max(0, spent-sum)
+	if sum == 0 {
+		m.carry = min(m.carry+rest, maxCarry)
+		return
+	}
+	rest += m.carry
+	m.carry = 0
 	for _, p := range all {
-		cpu := p.delta
-		if sum > 0 {
-			cpu += time.Duration(float64(rest) * float64(p.delta) / float64(sum))
-		}
+		cpu := p.delta + time.Duration(float64(rest)*float64(p.delta)/float64(sum))
 		if p.run == nil {
 			p.cpu += cpu
 			continue
@@ -623,6 +635,10 @@ func (m *meter) attributeCPULocked(all []*piece, spent, sum time.Duration) {
 		p.run.cpu += cpu
 	}
 }
+
+// maxCarry bounds the CPU spent while no piece ran that the next pieces
+// are charged: an idle worker's own housekeeping is no run's.
+const maxCarry = 50 * time.Millisecond
 
 // hogLocked makes p a hog: its thread is the run's for the rest of the run,
 // the parent lowers its priority, and the worker gets a processor more.

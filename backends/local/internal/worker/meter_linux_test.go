@@ -278,21 +278,35 @@ func TestMeterGivesBackTimeTheCPUServedOthers(t *testing.T) {
 	}
 }
 
-// A built-in's reservation is charged to its run; one that would take the
-// run past its limit is refused, and the run is cancelled with the memory
-// text.
+// A built-in's reservation is refused when it would take its run past its
+// limit, and the run is then cancelled with the memory text; asked for
+// what fits, it charges nothing (the allocation will be charged when it
+// comes), and garbage the run left does not count against it.
 func TestMeterReserve(t *testing.T) {
 	m := newTestMeter(t)
 	var cause error
 	m.add(1, 32, time.Minute, func(err error) { cause = err })
+	for range 64 {
+		// 1 MiB asked for 64 times: each fits, none is charged.
+		if !m.reserve(1, 1<<20) {
+			t.Fatal("1 MiB of a 32 MiB limit refused")
+		}
+	}
+	// Garbage: 48 MiB allocated and dropped, charged to the run.
+	runPiece(m, 1, nil, func() {
+		for range 48 {
+			keptByRun = append(keptByRun[:0], make([]byte, 1<<20))
+		}
+		keptByRun = nil
+	})
 	if !m.reserve(1, 20<<20) {
-		t.Fatal("20 MiB of a 32 MiB limit refused")
+		t.Fatalf("20 MiB refused to a run holding nothing (estimate %d MiB)", m.ledger.estimate(1)>>20)
 	}
-	if got := m.ledger.estimate(1); got < 20<<20 {
-		t.Fatalf("estimate %d after reserving 20 MiB", got)
+	if m.overLimit(1) || cause != nil {
+		t.Fatal("a run holding nothing was cancelled")
 	}
-	if m.reserve(1, 20<<20) {
-		t.Fatal("20 MiB more past a 32 MiB limit allowed")
+	if m.reserve(1, 40<<20) {
+		t.Fatal("40 MiB past a 32 MiB limit allowed")
 	}
 	var le *protocol.MemoryLimitError
 	if !errors.As(cause, &le) || cause.Error() != protocol.NewMemoryLimitError(32).Error() || !m.overLimit(1) {
