@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"github.com/supolka/codemode-gateway/internal/testutil"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,5 +150,55 @@ func TestGarbageChurnIsNotGrowth(t *testing.T) {
 		if s := e.Stats(); s.HeapLimits != int64(max(0, i-1)) || s.RSSKills != 0 || s.OutOfMemory != 0 {
 			t.Errorf("%s: the wrong layer acted: %+v", c.code, s)
 		}
+	}
+}
+
+// Honest runs that together outgrow their worker do not take one another
+// down: past seven eighths of the worker's memory the run that grew the
+// most gets the memory text, and the others complete with their values.
+func TestRunsThatOutgrowTheirWorkerLoseOne(t *testing.T) {
+	e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, Shares: oneSlotEach, WorkerMemoryMB: 256, AddressSpaceHeadroomMB: 4096, WorkerCommand: jsWorkerCommand(t)})
+	workerOf(t, e, "t")
+	// Each keeps 80 MiB, a mebibyte every few milliseconds: three of them
+	// pass 224 MiB together, two of them do not.
+	code := `async () => {
+  const kept = []
+  while (kept.length < 80) {
+    kept.push(new Uint8Array(1 << 20).fill(1))
+    await new Promise((r) => setTimeout(r, 5))
+  }
+  return kept.length
+}`
+	var wg sync.WaitGroup
+	results := make([]*protocol.ExecuteResult, 3)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: code, Timeout: protocol.TimeoutOf(60000)}, tenantT)
+			if err != nil {
+				t.Errorf("run %d: %v", i, err)
+				return
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for i, res := range results {
+		switch {
+		case res == nil:
+			t.FailNow()
+		case res.Error == memoryText(128):
+			failed++
+		case res.ResultJSON != "80":
+			t.Fatalf("run %d: %+v", i, res)
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d runs got the memory text, want one: %+v", failed, results)
+	}
+	if s := e.Stats(); s.WorkersCrashed+s.RSSKills+s.OutOfMemory != 0 {
+		t.Fatalf("the process went: %+v", s)
 	}
 }

@@ -100,6 +100,9 @@ func (l *heapLedger) correct(liveSmall, liveLarge int64) {
 // total is every byte both ledgers hold.
 func (l *heapLedger) total() int64 { return l.small.total() + l.large.total() }
 
+// dying is what ended runs held, not yet seen freed.
+func (l *heapLedger) dying() int64 { return l.small.dying + l.large.dying }
+
 // base is the worker's own memory.
 func (l *heapLedger) base() int64 { return l.small.base + l.large.base }
 

@@ -80,8 +80,10 @@ type meter struct {
 	onHog func(run uint64, tid int)
 	// workerLine is the live heap past which the run growing the most is
 	// cancelled, so that honest runs that together outgrow the worker do
-	// not take it down; 0: none.
+	// not take it down; 0: none. lineTaken says it took one, and takes no
+	// other until a collection finds the runs back under it.
 	workerLine int64
+	lineTaken  bool
 
 	mu     sync.Mutex
 	ledger *heapLedger
@@ -702,21 +704,26 @@ func (m *meter) confirmLocked() {
 		m.cancelLocked(m.runs[id])
 	}
 	grower := m.ledger.grower()
-	if m.pastWorkerLine() {
+	switch {
+	case !m.pastWorkerLine():
+		m.lineTaken = false
+	case !m.lineTaken:
 		if r := m.runs[grower]; r != nil && !r.overLimit {
 			m.cancelLocked(r)
+			m.lineTaken = true
 		}
 	}
 }
 
-// pastWorkerLine reports whether the runs together are estimated past the
-// worker's line, not counting runs already cancelled for their memory
-// (what they hold goes once they end). m.mu is held.
+// pastWorkerLine reports whether the runs still running are estimated
+// past the worker's line together: not counting what runs that ended left
+// (freed at the next collection) nor runs already cancelled for their
+// memory (on their way out). m.mu is held.
 func (m *meter) pastWorkerLine() bool {
 	if m.workerLine <= 0 {
 		return false
 	}
-	t := m.ledger.total()
+	t := m.ledger.total() - m.ledger.dying()
 	for _, r := range m.runs {
 		if r.overLimit {
 			t -= m.ledger.estimate(r.id)
