@@ -155,9 +155,63 @@ func TestSiblingMemoryBombEndsAlone(t *testing.T) {
 	}
 }
 
-// A sibling spinning in JavaScript holds the worker while another run's
-// tool answer arrives: the answered run waits for the CPU without spending
-// its own bound, and completes once the spinner meets its timeout.
+// Single statements that allocate or loop past their bounds inside one
+// built-in call end with their run's text, and only their run: siblings
+// parked on tool calls beside them, one holding 100 MB honestly under its
+// 128 MB limit, complete with their values, and the worker serves on.
+func TestSingleStatementBombsEndOnlyTheirRun(t *testing.T) {
+	e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, Shares: oneSlotEach, KillGrace: 200 * time.Millisecond, WorkerCommand: jsWorkerCommand(t)})
+	g := newGatedTool()
+	type sibling struct {
+		req  *protocol.ExecuteRequest
+		want string
+	}
+	siblings := []sibling{{parkedRequest(g, 1), "2"}, {parkedRequest(g, 2), "3"}, {parkedRequest(g, 3), "4"}}
+	holder := parkedRequest(g, 0)
+	holder.Code = "async () => { const b = new Uint8Array(100 << 20).fill(7); const n = await t.wait(0); return n + b[12345] }"
+	holder.Timeout = protocol.TimeoutOf(30000)
+	siblings = append(siblings, sibling{holder, "7"})
+	results := make([]chan *protocol.ExecuteResult, len(siblings))
+	for i, s := range siblings {
+		results[i] = make(chan *protocol.ExecuteResult, 1)
+		go func() {
+			res, err := e.ExecuteWith(testCtx(t), s.req, tenantT)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] <- res
+		}()
+	}
+	testutil.WaitFor(t, 30*time.Second, func() bool { return g.count() == len(siblings) }, "the siblings to park")
+	memory := protocol.NewMemoryLimitError(128).Error()
+	for _, bomb := range []string{
+		"async () => 'x'.repeat(2 ** 29).length",
+		"async () => 'x'.padStart(2 ** 29).length",
+		"async () => new Array(5e7).fill(1.5).length",
+		"async () => new Array(2 ** 32 - 1).join().length",
+		"async () => new Array(1e7).fill('a').join('').length",
+		"async () => new ArrayBuffer(2 ** 32).byteLength",
+		"async () => new Float64Array(2 ** 28).length",
+	} {
+		res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: bomb, Timeout: protocol.TimeoutOf(10000)}, tenantT)
+		if err != nil || res.Error != memory {
+			t.Fatalf("%s: %+v, %v; want the memory text", bomb, res, err)
+		}
+	}
+	close(g.release)
+	for i, s := range siblings {
+		if res := <-results[i]; res == nil || res.HasError || res.ResultJSON != s.want {
+			t.Fatalf("sibling %d: %+v, want %s", i, res, s.want)
+		}
+	}
+	if s := e.Stats(); s.WorkersCrashed+s.RSSKills+s.OutOfMemory+s.TimeoutKills != 0 {
+		t.Fatalf("a bomb took the process: %+v", s)
+	}
+}
+
+// A sibling spinning in JavaScript does not hold back another run's tool
+// answer: the answered run completes while the spinner still spins (it
+// meets its own timeout later), on the same worker.
 func TestSiblingSpinsWhileAToolAnswerArrives(t *testing.T) {
 	e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, Shares: oneSlotEach})
 	g := newGatedTool()
@@ -185,6 +239,11 @@ func TestSiblingSpinsWhileAToolAnswerArrives(t *testing.T) {
 	close(g.release)
 	if res := <-parked; res == nil || res.HasError || res.ResultJSON != "2" {
 		t.Fatalf("the answered run: %+v", res)
+	}
+	select {
+	case res := <-spun:
+		t.Fatalf("the answered run completed only after the spinner ended (%+v)", res)
+	default:
 	}
 	if res := <-spun; res == nil || res.Error != protocol.NewExecutionTimeoutError(1500).Error() {
 		t.Fatalf("the spinner: %+v", res)
