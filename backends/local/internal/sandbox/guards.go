@@ -93,8 +93,10 @@ type guards struct {
 	// String method's receiver.
 	thisString func(this goja.Value) goja.String
 
-	// typed is what the typed array guards share (guards_typed.go).
-	typed *typedState
+	// typed is what the typed array guards share (guards_typed.go),
+	// regexp what the RegExp guards do (guards_regexp.go).
+	typed  *typedState
+	regexp *regexpState
 	// makeConstructor is constructorProgram's function.
 	makeConstructor goja.Callable
 	// sources maps a guard that stands in for a built-in constructor to
@@ -106,6 +108,7 @@ type guards struct {
 	// shifted right by guardsShift (zero but in tests).
 	loop, slowLoop, dense, strNative int64
 	strStride                        int
+	shift                            uint
 
 	// joinStack holds the arrays whose join (or toLocaleString) is in
 	// progress in a guard, as goja's toStringStack does for its own: a
@@ -127,7 +130,7 @@ func (s *session) installGuards() error {
 	}
 	g := &guards{s: s, vm: s.vm, sources: map[*goja.Object]*goja.Object{},
 		loop: guardLoop >> guardsShift, slowLoop: guardSlowLoop >> guardsShift, dense: denseNative >> guardsShift,
-		strNative: stringNative >> guardsShift, strStride: stringStride >> guardsShift}
+		strNative: stringNative >> guardsShift, strStride: stringStride >> guardsShift, shift: guardsShift}
 	if err := g.capture(); err != nil {
 		return err
 	}
@@ -137,6 +140,7 @@ func (s *session) installGuards() error {
 		g.installBuffers,
 		g.installFunctions,
 		g.installMisc,
+		g.installRegExps,
 	} {
 		if err := install(); err != nil {
 			return err

@@ -671,7 +671,7 @@ const shapeExpr = `(() => {
   const iters = [[][Symbol.iterator](), ''[Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](), 'a'.matchAll(/a/g)].map(Object.getPrototypeOf)
   const owners = [['String.prototype', String.prototype], ['String', String], ['Array.prototype', Array.prototype], ['Array', Array],
     ['%TypedArray%', TA], ['%TypedArray%.prototype', TA.prototype], ['JSON', JSON], ['Object', Object], ['Reflect', Reflect],
-    ['Function.prototype', Function.prototype], ['global', globalThis], ...iters.map((p, i) => ['iterator ' + i, p])]
+    ['Function.prototype', Function.prototype], ['RegExp.prototype', RegExp.prototype], ['global', globalThis], ...iters.map((p, i) => ['iterator ' + i, p])]
   const isCtor = (f) => { try { Reflect.construct(function () {}, [], f); return true } catch (e) { return false } }
   const out = []
   // The global object's keys: the timers go in in a Go map's order.
@@ -693,3 +693,34 @@ const shapeExpr = `(() => {
   }
   return out
 })()`
+
+// regexpBombs are RegExp.prototype[Symbol.replace]'s bombs.
+var regexpBombs = []bomb{
+	{"replace with a large replacement", `'x'.repeat(2**20).replace(/x/g, 'y'.repeat(512))`, endsMemory},
+	{"replace with $\x60", `'x'.repeat(2**16).replace(/x/g, '$\x60')`, endsMemory},
+	{"replace with a native callback", `'x'.repeat(2**23).replace(/x/g, String)`, endsTimeout},
+	{"replace with a callback of many matches", `'x'.repeat(2**23).replace(/x/g, (m) => m)`, endsTimeout},
+	{"replace of many matches", `'x'.repeat(2**23).replace(/x/g, 'y')`, endsTimeout},
+	{"match of many matches", `'x'.repeat(2**23).match(/x/g)`, endsTimeout},
+	{"split at many matches", `'x'.repeat(2**23).split(/x/)`, endsTimeout},
+}
+
+func TestRegExpBombsEndTheirRun(t *testing.T) { runBombs(t, regexpBombs) }
+
+func TestRegExpGuardsKeepGojasResults(t *testing.T) {
+	sameAsGoja(t, []string{
+		`'aXbX'.replace(/X/g, '-')`, `'aXbX'.replace(/X/, '[$&|$\x60|$\x27|$$|$1|$0]')`, `'abc'.replace(/(b)(c)?/, '<$2|$1|$10|$01|$3>')`,
+		`'abc'.replace(/b*/g, '-')`, `'aé\ud83d\ude00'.replace(/(?:)/gu, '-')`, `'aé\ud83d\ude00'.replace(/(?:)/g, '-')`, `'abab'.replace(/(?<x>a)/g, '$<x>!')`,
+		`'xx'.replace(/x/g, (m, i, s) => m + i + s.length)`, `'x1x2'.replace(/x(\d)/g, String)`, `'x'.replace(/x/, Symbol())`,
+		`(() => { const r = /a/y; r.lastIndex = 1; return ['aab'.replace(r, '-'), r.lastIndex] })()`, `(() => { const r = /a/g; r.lastIndex = 3; return ['aa'.replace(r, 'b'), r.lastIndex] })()`,
+		`RegExp.prototype[Symbol.replace].call({ exec() { log.push('exec'); return null }, flags: '' }, 'ab', 'c')`,
+		`RegExp.prototype[Symbol.replace].call(5, 'ab', 'c')`, `/x/g[Symbol.replace]({ toString() { log.push('s'); return 'xx' } }, { toString() { log.push('r'); return 'yy' } })`,
+		`'x'.repeat(B).replace(/x/g, 'ab'.repeat(S >> 3))`, `'xé'.repeat(B).replace(/é/g, '$\x60')`, `'x-y'.repeat(B).replace(/(x)-(y)/g, '$2$1$&')`,
+		`'ab'.repeat(B).replace(/(?:)/g, '$\x27')`, `'x'.repeat(B).replace(/x/g, String)`, `'x'.repeat(B).replace(/x/g, Number.isFinite)`,
+		`(() => { const r = /x/g; r.exec = () => { log.push('own exec'); return null }; return 'xx'.replace(r, 'y'.repeat(S)) })()`,
+		`['a1b22c'.match(/\d+/g), 'a1b22c'.match(/\d/), 'a1b22c'.split(/\d/), 'a1b22c'.split(/(\d)/, 3), 'abc'.split(/(?:)/u), 'x'.repeat(B).match(/x/g).length, 'x,'.repeat(B).split(/,/).length]`,
+		`[('xé' + 'x'.repeat(B)).match(/x|é/g).length, 'ab'.repeat(B).split(/(?=b)/).slice(-3), /x/g[Symbol.match]({ toString() { log.push('s'); return 'xx' } })]`,
+		`(() => { const r = /,/; r.constructor = { [Symbol.species]: function (src, flags) { log.push('species ' + flags); return new RegExp(src, flags) } }; return 'a,b'.repeat(B).split(r).length })()`,
+		`(() => { const r = /x/g; Object.defineProperty(r, Symbol.match, { get() { log.push('match?'); return true } }); return 'x'.repeat(B).replace(r, 'y'.repeat(S)).length })()`,
+	})
+}
