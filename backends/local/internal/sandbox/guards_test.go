@@ -3,8 +3,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,6 +250,9 @@ func runBombs(t *testing.T, bombs []bomb) {
 			if growingBombs[b.name] {
 				wall = 20 * time.Second * slow
 			}
+			// The bombs before left garbage: collecting it here keeps its
+			// collection out of this bomb's time.
+			runtime.GC()
 			before := heapAllocs()
 			start := time.Now()
 			r := runJob(t, j, nil)
@@ -723,4 +728,64 @@ func TestRegExpGuardsKeepGojasResults(t *testing.T) {
 		`(() => { const r = /,/; r.constructor = { [Symbol.species]: function (src, flags) { log.push('species ' + flags); return new RegExp(src, flags) } }; return 'a,b'.repeat(B).split(r).length })()`,
 		`(() => { const r = /x/g; Object.defineProperty(r, Symbol.match, { get() { log.push('match?'); return true } }); return 'x'.repeat(B).replace(r, 'y'.repeat(S)).length })()`,
 	})
+}
+
+// budgetHost is a Host with a MemoryBudget: it grants up to limit bytes
+// in all, and past it ends the run with the memory text as its context's
+// cause, as the worker's meter does.
+type budgetHost struct {
+	fakeHost
+	mu      sync.Mutex
+	limit   int64
+	granted int64
+	asked   []int64
+	cancel  context.CancelCauseFunc
+}
+
+func (h *budgetHost) Reserve(n int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.asked = append(h.asked, n)
+	if h.granted+n > h.limit {
+		h.cancel(protocol.NewMemoryLimitError(48))
+		return false
+	}
+	h.granted += n
+	return true
+}
+
+// A host that keeps a budget is asked before a large allocation, and only
+// then; a refusal ends the run with the host's memory text, before the
+// allocation, and the program cannot catch it.
+func TestMemoryBudgetIsAskedFirst(t *testing.T) {
+	run := func(code string) (*protocol.ExecuteResult, *budgetHost) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		h := &budgetHost{limit: 48 << 20, cancel: cancel}
+		j := job(code)
+		j.MemoryLimitMB = 48
+		return envelope(t)(Run(ctx, j, h)), h
+	}
+	r, h := run(`async () => 'x'.repeat(1000).length + new Uint8Array(4096).length`)
+	if result(t, r) != float64(5096) || len(h.asked) != 0 {
+		t.Errorf("small allocations: %s, asked %v", r.ResultJSON, h.asked)
+	}
+	r, h = run(`async () => new ArrayBuffer(16 << 20).byteLength + 'x'.repeat(8 << 20).length`)
+	if result(t, r) != float64(24<<20) || len(h.asked) != 2 || h.asked[0] != 16<<20 || h.asked[1] != 8<<20 {
+		t.Errorf("granted allocations: %s, asked %v", r.ResultJSON, h.asked)
+	}
+	before := heapAllocs()
+	r, h = run(`async () => { const keep = new ArrayBuffer(40 << 20); try { return new ArrayBuffer(16 << 20) } catch (e) { return 'caught' } }`)
+	wantError(t, r, protocol.NewMemoryLimitError(48).Error())
+	if r.Failure != protocol.FailureMemory || len(h.asked) != 2 || h.granted != 40<<20 {
+		t.Errorf("refused: failure %q, asked %v, granted %d", r.Failure, h.asked, h.granted)
+	}
+	if allocated := heapAllocs() - before; allocated > 56<<20 {
+		t.Errorf("the refused buffer was allocated: %d MB in all", allocated>>20)
+	}
+	// A growing result asks as it grows.
+	r, h = run(`async () => Array(2**12).fill('x'.repeat(2**12)).join('').length`)
+	if result(t, r) != float64(1<<24) || len(h.asked) < 3 {
+		t.Errorf("a growing join: %s, asked %v", r.ResultJSON, h.asked)
+	}
 }
