@@ -140,10 +140,17 @@
 // panics become plain Errors, and errors they throw carry only text; goja's
 // GoError constructor is removed. A runtime is never reused.
 //
-// What the sandbox cannot stop alone: Go code inside a builtin (a
-// backtracking regex, JSON.stringify of huge data, a huge join) ignores the
-// interrupt, and memory is unaccounted. The worker process around it holds
-// those bounds.
+// goja checks its interrupt between instructions only, so a built-in that
+// loops or allocates in one Go call would run past the bound and the memory
+// limit. install wraps those built-ins first (guards.go and guards_*.go):
+// a result whose size follows from the arguments is asked of the Host's
+// MemoryBudget before it is allocated (without one, an allocation larger
+// than the job's limit ends the run with the memory text), and a loop past
+// guardLoop elements runs in Go, reading what goja's would in the same
+// order, and stops at the interrupt (session.halted). What no wrapper
+// reaches (syntax such as + and object spread on huge values, a
+// backtracking regex, BigInt arithmetic) the worker process around the
+// sandbox still bounds.
 //
 // The web platform (fetch with the outbound setting, Request, Response,
 // Headers, URL, AbortController, TextEncoder, crypto, structuredClone and

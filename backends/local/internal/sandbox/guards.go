@@ -56,6 +56,11 @@ const (
 // measure or compare against the unguarded runtime.
 var guardsOff atomic.Bool
 
+// guardsShift shifts every threshold of the guards right by its value in
+// the runtimes prepared from then on: tests run the guards' own paths over
+// small inputs with it. It is zero but in tests.
+var guardsShift uint
+
 // interruptMemory ends a run whose built-in was about to allocate more
 // than the job's memory limit in one step, when its host keeps no budget.
 type interruptMemory struct{}
@@ -88,6 +93,23 @@ type guards struct {
 	// String method's receiver.
 	thisString func(this goja.Value) goja.String
 
+	// typed is what the typed array guards share (guards_typed.go),
+	// regexp what the RegExp guards do (guards_regexp.go).
+	typed  *typedState
+	regexp *regexpState
+	// makeConstructor is constructorProgram's function.
+	makeConstructor goja.Callable
+	// sources maps a guard that stands in for a built-in constructor to
+	// the built-in, whose text Function.prototype.toString gives.
+	sources map[*goja.Object]*goja.Object
+
+	// loop, slowLoop, dense, strNative and strStride are guardLoop,
+	// guardSlowLoop, denseNative, stringNative and stringStride, each
+	// shifted right by guardsShift (zero but in tests).
+	loop, slowLoop, dense, strNative int64
+	strStride                        int
+	shift                            uint
+
 	// joinStack holds the arrays whose join (or toLocaleString) is in
 	// progress in a guard, as goja's toStringStack does for its own: a
 	// cycle joins to the empty string.
@@ -106,13 +128,19 @@ func (s *session) installGuards() error {
 	if s.unguarded {
 		return nil
 	}
-	g := &guards{s: s, vm: s.vm}
+	g := &guards{s: s, vm: s.vm, sources: map[*goja.Object]*goja.Object{},
+		loop: guardLoop >> guardsShift, slowLoop: guardSlowLoop >> guardsShift, dense: denseNative >> guardsShift,
+		strNative: stringNative >> guardsShift, strStride: stringStride >> guardsShift, shift: guardsShift}
 	if err := g.capture(); err != nil {
 		return err
 	}
 	for _, install := range []func() error{
 		g.installStrings,
 		g.installArrays,
+		g.installBuffers,
+		g.installFunctions,
+		g.installMisc,
+		g.installRegExps,
 	} {
 		if err := install(); err != nil {
 			return err
@@ -121,11 +149,44 @@ func (s *session) installGuards() error {
 	return nil
 }
 
-// capture reads the intrinsics the wrappers use.
-func (g *guards) capture() error {
-	v, err := g.vm.RunString(`[function () {}, Reflect.has, Object.getOwnPropertyDescriptor, Array.isArray,
+// The guards' few lines of JavaScript, compiled once for every runtime.
+var (
+	// captureProgram lists the intrinsics capture reads.
+	captureProgram = guardProgram("guards-capture.js", `[function () {}, Reflect.has, Object.getOwnPropertyDescriptor, Array.isArray,
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get,
   Reflect.get, function recurse() { return recurse() }, RangeError, Object.getOwnPropertySymbols]`)
+	// iteratorsProgram lists the prototypes of goja's built-in iterators.
+	iteratorsProgram = guardProgram("guards-iterators.js", `[[][Symbol.iterator](), ''[Symbol.iterator](),
+  new Map()[Symbol.iterator](), new Set()[Symbol.iterator](), 'a'.matchAll(/a/g)].map(Object.getPrototypeOf)`)
+	// constructorProgram makes a constructor guard (guards.constructor).
+	constructorProgram = guardProgram("guards-constructor.js", `(function (orig, name, call, construct, global) {
+  'use strict'
+  const f = function (...args) { return new.target === undefined ? call(this, ...args) : construct(new.target, ...args) }
+  const own = Object.getOwnPropertyDescriptor
+  Object.defineProperty(f, 'length', own(orig, 'length'))
+  Object.defineProperty(f, 'name', own(orig, 'name'))
+  Object.defineProperty(f, 'prototype', own(orig, 'prototype'))
+  for (const k of Reflect.ownKeys(orig)) {
+    if (k !== 'name' && k !== 'length' && k !== 'prototype') Object.defineProperty(f, k, own(orig, k))
+  }
+  Object.setPrototypeOf(f, Object.getPrototypeOf(orig))
+  Object.defineProperty(orig.prototype, 'constructor', { value: f })
+  Object.defineProperty(global, name, { value: f })
+  return f
+})`)
+)
+
+func guardProgram(name, src string) *goja.Program {
+	prg, err := parseAndCompile(name, src, true)
+	if err != nil {
+		panic("sandbox: " + name + " does not compile: " + err.Error())
+	}
+	return prg
+}
+
+// capture reads the intrinsics the wrappers use.
+func (g *guards) capture() error {
+	v, err := g.vm.RunProgram(captureProgram)
 	if err != nil {
 		return err
 	}
@@ -343,6 +404,22 @@ func (g *guards) hasOwnSymbol(o *goja.Object, sym *goja.Symbol) bool {
 		}
 	}
 	return false
+}
+
+// installFunctions guards Function.prototype.toString, so that it gives a
+// constructor guard goja's text for the constructor it stands in for.
+func (g *guards) installFunctions() error {
+	proto := g.global("Function").Get("prototype").(*goja.Object)
+	return g.method(proto, "toString", func(orig nativeFunc) nativeFunc {
+		return func(call goja.FunctionCall) goja.Value {
+			if o, ok := call.This.(*goja.Object); ok {
+				if src, ok := g.sources[o]; ok {
+					return orig(goja.FunctionCall{This: src})
+				}
+			}
+			return orig(call)
+		}
+	})
 }
 
 // callValue calls fn (a function object) with this and args.

@@ -259,7 +259,7 @@ func (g *guards) small(o *goja.Object, limit int64, dense, protos bool) bool {
 		return true
 	}
 	if dense {
-		if n, ok := denseArray(o); ok && n < denseNative && (!protos || g.cleanArray(o)) {
+		if n, ok := denseArray(o); ok && n < g.dense && (!protos || g.cleanArray(o)) {
 			return true
 		}
 	}
@@ -270,7 +270,7 @@ func (g *guards) small(o *goja.Object, limit int64, dense, protos bool) bool {
 func (g *guards) cheap(orig nativeFunc, protos bool, slow slowPath) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if g.small(o, guardLoop, true, protos) {
+		if g.small(o, g.loop, true, protos) {
 			return orig(call)
 		}
 		return slow(orig, o, call)
@@ -283,7 +283,7 @@ func (g *guards) cheap(orig nativeFunc, protos bool, slow slowPath) nativeFunc {
 func (g *guards) looping(orig nativeFunc, slow slowPath) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if g.small(o, guardLoop, false, false) {
+		if g.small(o, g.loop, false, false) {
 			return orig(call)
 		}
 		return slow(orig, o, call)
@@ -460,18 +460,18 @@ func (g *guards) arrayFill(orig nativeFunc) nativeFunc {
 			return g.fillRange(o, call.Argument(0), k, final)
 		}
 		k, final := relArgs(call.Argument(1), call.Argument(2), n)
-		if final-k < guardSlowLoop {
+		if final-k < g.slowLoop {
 			return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{call.Argument(0), g.vm.ToValue(k), g.vm.ToValue(final)}})
 		}
 		value := call.Argument(0)
-		for ; k < final; k += guardSlowLoop {
+		for ; k < final; k += g.slowLoop {
 			g.checkpoint()
 			if m, ok := g.quietLength(o); !ok || m != n {
 				// A setter moved the length: goja's loop keeps the one it
 				// read first.
 				return g.fillRange(o, value, k, final)
 			}
-			orig(goja.FunctionCall{This: o, Arguments: []goja.Value{value, g.vm.ToValue(k), g.vm.ToValue(min(k+guardSlowLoop, final))}})
+			orig(goja.FunctionCall{This: o, Arguments: []goja.Value{value, g.vm.ToValue(k), g.vm.ToValue(min(k+g.slowLoop, final))}})
 		}
 		return o
 	}
@@ -500,7 +500,7 @@ func (g *guards) arraySlice(orig nativeFunc) nativeFunc {
 		start, end := relArgs(call.Argument(0), call.Argument(1), n)
 		args := []goja.Value{g.vm.ToValue(start), g.vm.ToValue(end)}
 		count := max(end-start, 0)
-		if dense && n < denseNative || count < guardLoop {
+		if dense && n < g.dense || count < g.loop {
 			g.reserve(count * valueBytes)
 			return orig(goja.FunctionCall{This: call.This, Arguments: args})
 		}
@@ -527,10 +527,10 @@ func (g *guards) slowSlice(o *goja.Object, startArg, endArg goja.Value) goja.Val
 func (g *guards) arraySplice(orig nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if n, quiet := g.quietLength(o); quiet && n < guardLoop {
+		if n, quiet := g.quietLength(o); quiet && n < g.loop {
 			return orig(call)
 		}
-		if n, ok := denseArray(o); ok && n < denseNative {
+		if n, ok := denseArray(o); ok && n < g.dense {
 			// goja's dense path allocates the deleted elements, and the
 			// whole array anew when it grows.
 			start := relIndex(call.Argument(0).ToInteger(), n)
@@ -647,7 +647,7 @@ func (g *guards) arrayConcat(orig nativeFunc) nativeFunc {
 			}
 			total += n
 		}
-		if quiet && total < guardLoop {
+		if quiet && total < g.loop {
 			return orig(call)
 		}
 		a := g.speciesCreate(o, 0)
@@ -816,7 +816,7 @@ func (g *guards) slowForEach(orig nativeFunc, o *goja.Object, call goja.Function
 func (g *guards) mapping(orig nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if n, quiet := g.quietLength(o); quiet && n < guardLoop {
+		if n, quiet := g.quietLength(o); quiet && n < g.loop {
 			g.reserve(n * valueBytes)
 			return orig(call)
 		}
@@ -971,7 +971,7 @@ func (g *guards) arrayFlat(withMap bool) func(nativeFunc) nativeFunc {
 // flatSmall reports whether flat of o (quiet, of length n) to depth copies
 // fewer than guardLoop elements, reading nothing observable to know.
 func (g *guards) flatSmall(o *goja.Object, n, depth int64) bool {
-	if n >= guardLoop {
+	if n >= g.loop {
 		return false
 	}
 	if depth < 1 {
@@ -999,7 +999,7 @@ func (g *guards) flatSmall(o *goja.Object, n, depth int64) bool {
 		if !quiet {
 			return false
 		}
-		if total += m; total >= guardLoop {
+		if total += m; total >= g.loop {
 			return false
 		}
 	}
@@ -1116,10 +1116,10 @@ func (g *guards) comparator(arg goja.Value) nativeFunc {
 func (g *guards) arraySort(orig nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if n, dense := denseArray(o); dense && n < denseNative && isScriptFunction(call.Argument(0)) {
+		if n, dense := denseArray(o); dense && n < g.dense && isScriptFunction(call.Argument(0)) {
 			return orig(call)
 		}
-		if g.small(o, guardLoop, false, false) {
+		if g.small(o, g.loop, false, false) {
 			return orig(call)
 		}
 		compare := g.comparator(call.Argument(0))
@@ -1194,7 +1194,7 @@ func (g *guards) slowReverse(orig nativeFunc, o *goja.Object, _ goja.FunctionCal
 func (g *guards) arrayCopyWithin(orig nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if g.small(o, guardLoop, true, false) {
+		if g.small(o, g.loop, true, false) {
 			return orig(call)
 		}
 		e := g.elems(o)
@@ -1274,11 +1274,11 @@ func (g *guards) slowUnshift(orig nativeFunc, o *goja.Object, call goja.Function
 func (g *guards) copying(orig nativeFunc, slow slowPath) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if n, ok := denseArray(o); ok && n < denseNative {
+		if n, ok := denseArray(o); ok && n < g.dense {
 			g.reserve(n * valueBytes)
 			return orig(call)
 		}
-		if n, quiet := g.quietLength(o); quiet && n < guardSlowLoop {
+		if n, quiet := g.quietLength(o); quiet && n < g.slowLoop {
 			return orig(call)
 		}
 		return slow(orig, o, call)
@@ -1302,11 +1302,11 @@ func (g *guards) arrayToSorted(orig nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		compare := g.comparator(call.Argument(0))
 		o := g.receiverOf(call.This)
-		if n, ok := denseArray(o); ok && n < denseNative && (compare == nil && n < guardLoop || isScriptFunction(call.Argument(0))) {
+		if n, ok := denseArray(o); ok && n < g.dense && (compare == nil && n < g.loop || isScriptFunction(call.Argument(0))) {
 			g.reserve(n * valueBytes)
 			return orig(call)
 		}
-		if n, quiet := g.quietLength(o); quiet && n < guardLoop {
+		if n, quiet := g.quietLength(o); quiet && n < g.loop {
 			g.reserve(n * valueBytes)
 			return orig(call)
 		}
@@ -1340,11 +1340,11 @@ func (g *guards) rangeError(text string) *goja.Object {
 func (g *guards) arrayToSpliced(orig nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if n, ok := denseArray(o); ok && n < denseNative {
+		if n, ok := denseArray(o); ok && n < g.dense {
 			g.reserve((n + int64(len(call.Arguments))) * valueBytes)
 			return orig(call)
 		}
-		if n, quiet := g.quietLength(o); quiet && n < guardSlowLoop {
+		if n, quiet := g.quietLength(o); quiet && n < g.slowLoop {
 			return orig(call)
 		}
 		l := lengthOf(o)
@@ -1385,11 +1385,11 @@ func (g *guards) arrayWith(orig nativeFunc) nativeFunc {
 		o := g.receiverOf(call.This)
 		rel := call.Argument(0).ToInteger()
 		args := []goja.Value{g.vm.ToValue(rel), call.Argument(1)}
-		if n, ok := denseArray(o); ok && n < denseNative {
+		if n, ok := denseArray(o); ok && n < g.dense {
 			g.reserve(n * valueBytes)
 			return orig(goja.FunctionCall{This: call.This, Arguments: args})
 		}
-		if n, quiet := g.quietLength(o); quiet && n < guardSlowLoop {
+		if n, quiet := g.quietLength(o); quiet && n < g.slowLoop {
 			return orig(goja.FunctionCall{This: call.This, Arguments: args})
 		}
 		l := lengthOf(o)
@@ -1437,21 +1437,14 @@ func (g *guards) arrayFrom(orig nativeFunc) nativeFunc {
 			return orig(call)
 		}
 		if !known {
-			m := g.toMethod(items.GetSymbol(goja.SymIterator))
-			if m != nil {
-				// goja takes the iterator from a stand-in that lends it
-				// items' own method, called on items.
-				stand := g.vm.NewObject()
-				throwing(stand.SetSymbol(goja.SymIterator, g.vm.ToValue(func(goja.FunctionCall) goja.Value {
-					return m(goja.FunctionCall{This: items})
-				})))
+			if m := g.toMethod(items.GetSymbol(goja.SymIterator)); m != nil {
+				stand := g.iterableStandIn(items, m)
 				return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{stand, mapArg, call.Argument(2)}})
 			}
 		}
 		l := lengthOf(items)
-		if l < guardSlowLoop {
-			stand := g.vm.NewDynamicObject(&arrayLikeView{o: items, length: g.vm.ToValue(l)})
-			throwing(stand.SetPrototype(nil))
+		if l < g.slowLoop {
+			stand := g.arrayLikeStandIn(items, l)
 			return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{stand, mapArg, call.Argument(2)}})
 		}
 		var arr *goja.Object

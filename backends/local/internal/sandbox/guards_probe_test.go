@@ -158,12 +158,18 @@ var guardProbes = []probe{
 	{name: "new Map(keys entries)", code: `new Map(new Array(2**25).entries())`, before: `new Map(new Array(2**21).entries())`},
 	{name: "Promise.all", code: `Promise.all(new Array(2**25).keys())`, before: `Promise.all(new Array(2**20).keys())`},
 
-	// Syntax no wrapper reaches.
+	// RegExp.
+	{name: "RegExp.prototype[Symbol.replace] (large replacement)", code: `'x'.repeat(2**20).replace(/x/g, 'y'.repeat(512))`, before: `'x'.repeat(2**18).replace(/x/g, 'y'.repeat(512))`},
+	{name: "RegExp.prototype[Symbol.replace] (many matches)", code: `'x'.repeat(2**24).replace(/x/g, 'y')`, before: `'x'.repeat(2**22).replace(/x/g, 'y')`},
+	{name: "RegExp.prototype[Symbol.match] (many matches)", code: `'x'.repeat(2**24).match(/x/g)`, before: `'x'.repeat(2**22).match(/x/g)`},
+	{name: "RegExp.prototype[Symbol.split] (many matches)", code: `'x'.repeat(2**24).split(/x/)`, before: `'x'.repeat(2**22).split(/x/)`},
+
+	// Syntax and engine work no wrapper reaches.
 	{name: "spread of a string (syntax)", code: `[...'x'.repeat(2**25)]`, before: `[...'x'.repeat(2**22)]`},
-	{name: "string + (syntax)", code: `const s = 'x'.repeat(2**28); const t = s + s`, setupMs: 2000},
-	{name: "BigInt ** (syntax)", code: `2n ** (2n ** 27n)`, before: `2n ** (2n ** 24n)`},
-	{name: "BigInt.prototype.toString", code: `(7n ** (2n ** 20n)).toString()`, before: `(7n ** (2n ** 18n)).toString()`, setupMs: 2000},
-	{name: "RegExp backtracking", code: `/(a+)+$/.test('a'.repeat(28) + 'b')`, before: `/(a+)+$/.test('a'.repeat(24) + 'b')`},
+	{name: "object spread of a string (syntax)", code: `({ ...'x'.repeat(2**22) })`, before: `({ ...'x'.repeat(2**18) })`},
+	{name: "string + (syntax)", code: `const s = 'x'.repeat(2**26); const t = s + s + s + s`, setupMs: 2000},
+	{name: "BigInt to string (ToString)", code: `String(2n ** (2n ** 26n))`, before: `String(2n ** (2n ** 22n))`},
+	{name: "RegExp backtracking", code: `/(a*)*\1b/.test('a'.repeat(30))`, before: `/(a*)*\1b/.test('a'.repeat(20))`},
 }
 
 // probeResult is what one probe measured in its own process.

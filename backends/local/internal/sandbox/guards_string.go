@@ -144,7 +144,7 @@ func (g *guards) repeat(orig nativeFunc) nativeFunc {
 			return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{n}})
 		}
 		count, l := n.ToInteger(), int64(s.Length())
-		if goja.IsInfinity(n) || count <= 0 || l == 0 || count < stringNative && count*l < stringNative {
+		if goja.IsInfinity(n) || count <= 0 || l == 0 || count < g.strNative && count*l < g.strNative {
 			return delegate()
 		}
 		ascii := isASCII(s)
@@ -198,7 +198,7 @@ func (g *guards) pad(orig nativeFunc, atStart bool) nativeFunc {
 			filler = g.toStr(f)
 		}
 		fl := int64(filler.Length())
-		if fl == 0 || maxLen < stringNative {
+		if fl == 0 || maxLen < g.strNative {
 			return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{g.vm.ToValue(maxLen), filler}})
 		}
 		remaining := maxLen - l
@@ -295,14 +295,14 @@ func (c *checkedTransformer) Transform(dst, src []byte, atEOF bool) (int, int, e
 // goja's own conversion of 2^24 units can take a second on a busy heap.
 func (g *guards) utf8Of(s goja.String) string {
 	n := s.Length()
-	if n < stringStride || isASCII(s) {
+	if n < g.strStride || isASCII(s) {
 		return s.String()
 	}
 	var b strings.Builder
 	b.Grow(n * 2)
 	for i := 0; i < n; {
 		g.checkpoint()
-		end := min(i+stringStride, n)
+		end := min(i+g.strStride, n)
 		if end < n && utf16.IsSurrogate(rune(s.CharAt(end-1))) && s.CharAt(end-1) < 0xdc00 {
 			end++ // keep a surrogate pair in one piece
 		}
@@ -330,7 +330,7 @@ func (g *guards) normalize(orig nativeFunc) nativeFunc {
 			form = g.toStr(f)
 		}
 		delegate := func() goja.Value { return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{form}}) }
-		if s.Length() < stringNative || isASCII(s) {
+		if int64(s.Length()) < g.strNative || isASCII(s) {
 			return delegate()
 		}
 		var f norm.Form
@@ -365,7 +365,7 @@ func (g *guards) caseMap(orig nativeFunc, upper bool) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		s := g.thisString(call.This)
 		n := s.Length()
-		if n < stringNative {
+		if int64(n) < g.strNative {
 			return orig(goja.FunctionCall{This: s})
 		}
 		ascii := isASCII(s)
@@ -376,9 +376,9 @@ func (g *guards) caseMap(orig nativeFunc, upper bool) nativeFunc {
 		src := s.String()
 		var b goja.StringBuilder
 		b.Grow(n)
-		for i := 0; i < n; i += stringStride {
+		for i := 0; i < n; i += g.strStride {
 			g.checkpoint()
-			part := src[i:min(i+stringStride, n)]
+			part := src[i:min(i+g.strStride, n)]
 			if upper {
 				b.WriteUTF8String(strings.ToUpper(part))
 			} else {
@@ -404,7 +404,7 @@ func (g *guards) caseUnicode(s goja.String, upper bool) goja.Value {
 	}
 	var b goja.StringBuilder
 	for i, c := range r {
-		if i%stringStride == 0 {
+		if i%g.strStride == 0 {
 			g.checkpoint()
 		}
 		b.WriteRune(c)
@@ -422,18 +422,6 @@ func (g *guards) toMethod(v goja.Value) nativeFunc {
 		return f
 	}
 	panic(g.vm.NewTypeError(fmt.Sprintf("%s is not a method", v.String())))
-}
-
-// isRegexp is goja's IsRegExp: Symbol.match decides, else the class.
-func isRegexp(v goja.Value) bool {
-	o, ok := v.(*goja.Object)
-	if !ok {
-		return false
-	}
-	if m := o.GetSymbol(goja.SymMatch); m != nil && !goja.IsUndefined(m) {
-		return m.ToBoolean()
-	}
-	return o.ClassName() == "RegExp"
 }
 
 // objectCoercible throws goja's TypeError for undefined and null, through
@@ -466,7 +454,7 @@ func (g *guards) split(orig nativeFunc) nativeFunc {
 		delegate := func() goja.Value {
 			return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{sep, limitValue}})
 		}
-		if limit == 0 || goja.IsUndefined(sep) || s.Length() < guardLoop/2 {
+		if limit == 0 || goja.IsUndefined(sep) || int64(s.Length()) < g.loop/2 {
 			return delegate()
 		}
 		str, separator := g.utf8Of(s), sep.String()
@@ -477,7 +465,7 @@ func (g *guards) split(orig nativeFunc) nativeFunc {
 		if limit > 0 {
 			pieces = min(pieces, int64(limit))
 		}
-		if pieces < guardLoop {
+		if pieces < g.loop {
 			return delegate()
 		}
 		// A piece is an interface value in the array, and its string
@@ -570,7 +558,7 @@ func (g *guards) replace(orig nativeFunc, all bool) nativeFunc {
 		if _, isObj := replaceValue.(*goja.Object); !isObj || isFn {
 			// Nothing observable is left before goja's search: a
 			// replacement small enough for every match passes.
-			if most < guardLoop && (isFn || substitutionBound(g.toStr(replaceValue), n, m, most) < reserveFloor/2) {
+			if most < g.loop && (isFn || substitutionBound(g.toStr(replaceValue), n, m, most) < reserveFloor/2) {
 				return delegate(replaceValue)
 			}
 		}
@@ -596,14 +584,14 @@ func (g *guards) replace(orig nativeFunc, all bool) nativeFunc {
 		if !isFn {
 			ascii := isASCII(s) && isASCII(replaceStr)
 			bound := substitutionBound(replaceStr, n, m, count)
-			if count < guardLoop && bound*unitBytes(ascii) < reserveFloor {
+			if count < g.loop && bound*unitBytes(ascii) < reserveFloor {
 				return delegate(replaceStr)
 			}
 			g.reserve(bound*unitBytes(ascii) + count*3*8)
-			if count < guardLoop {
+			if count < g.loop {
 				return delegate(replaceStr)
 			}
-		} else if count < guardLoop {
+		} else if count < g.loop {
 			return delegate(replaceValue)
 		}
 		// goja's stringReplace, a match at a time.
@@ -824,7 +812,7 @@ func (g *guards) stringSearch(orig nativeFunc, last bool) nativeFunc {
 		target := g.toStr(call.Argument(0))
 		num := call.Argument(1).ToNumber()
 		n, m := int64(s.Length()), int64(target.Length())
-		if m < 64 || (n-m)*m < 1<<24 || isASCII(s) {
+		if m < 64 || (n-m)*m < g.strNative<<4 || isASCII(s) {
 			return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{target, num}})
 		}
 		g.checkpoint()
@@ -858,7 +846,7 @@ func (g *guards) stringIncludes(orig nativeFunc) nativeFunc {
 			posArg = g.vm.ToValue(pos)
 		}
 		n, m := int64(s.Length()), int64(target.Length())
-		if m < 64 || (n-m)*m < 1<<24 || isASCII(s) {
+		if m < 64 || (n-m)*m < g.strNative<<4 || isASCII(s) {
 			return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{target, posArg}})
 		}
 		g.checkpoint()

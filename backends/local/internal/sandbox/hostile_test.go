@@ -29,6 +29,11 @@ func TestHostileProgramsEndInsideTheirBound(t *testing.T) {
 		// so slowly (JSON.stringify is quadratic in depth) that the clock's
 		// interrupt, landing in toJSON, ends it first.
 		{"toJSON recursion", `async () => { const o = { toJSON() { return [o] } }; return JSON.stringify(o) }`},
+		// One call of a built-in that loops in Go: the guards stop it
+		// (guards_test.go holds them all).
+		{"a built-in's loop over holes", `async () => new Array(2**32-1).indexOf(1)`},
+		{"JSON.stringify of holes", `async () => JSON.stringify(new Array(2**26), null, 10)`},
+		{"spread of a long iterator", `async () => [...new Array(2e7).keys()].length`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
