@@ -457,9 +457,15 @@ func (g *guards) arrayFill(orig nativeFunc) nativeFunc {
 		if !quiet {
 			l := lengthOf(o)
 			k, final := relArgs(call.Argument(1), call.Argument(2), l)
+			g.reserve(max(final-k, 0) * valueBytes)
 			return g.fillRange(o, call.Argument(0), k, final)
 		}
 		k, final := relArgs(call.Argument(1), call.Argument(2), n)
+		if _, dense := denseArray(o); !dense {
+			// Filling holes makes elements: goja may lay the whole range
+			// out in one slice.
+			g.reserve(max(final-k, 0) * valueBytes)
+		}
 		if final-k < g.slowLoop {
 			return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{call.Argument(0), g.vm.ToValue(k), g.vm.ToValue(final)}})
 		}
