@@ -21,7 +21,9 @@
 //   e. a tenant's own load: with 8, then 32 of its programs spinning, how
 //      long its trivial run on a new connection takes, and how long a
 //      sibling parked on a tool call takes from the answer to its result,
-//      on the gateway and on isolated-vm.
+//      on the gateway and on isolated-vm;
+//   f. the run clock of tenant A's fixed amount of work, alone and while
+//      tenant B floods the gateway with CPU-bound runs.
 //
 // Environment (all optional):
 //   BENCH_DURATION_MS  each caller's loop in step a (5000)
@@ -30,7 +32,7 @@
 //                      stops once BENCH_STALL_MS (10000) pass with no new
 //                      tool call after the first
 //   BENCH_FAIR_MS      tenant A's window per fairness scenario (3000)
-//   BENCH_STEPS        which steps to run, e.g. "a,b" (a,b,c,d,e)
+//   BENCH_STEPS        which steps to run, e.g. "a,b" (a,b,c,d,e,f)
 //   BENCH_LOCAL        a YAML/JSON flow mapping merged into every gateway
 //                      config's `local:` (its keys win), e.g.
 //                      BENCH_LOCAL='{poolSize: 8}', so a redesigned local
@@ -63,7 +65,7 @@ const PARKED = num('BENCH_PARKED', 1000)
 const PARK_MS = num('BENCH_PARK_MS', 60000)
 const STALL_MS = num('BENCH_STALL_MS', 10000)
 const FAIR_MS = num('BENCH_FAIR_MS', 3000)
-const STEPS = new Set((process.env.BENCH_STEPS ?? 'a,b,c,d,e').split(',').map((s) => s.trim()))
+const STEPS = new Set((process.env.BENCH_STEPS ?? 'a,b,c,d,e,f').split(',').map((s) => s.trim()))
 
 const results = { when: new Date().toISOString(), node: process.version, steps: {} }
 const invalid = [] // reasons the run's figures cannot be trusted
@@ -922,6 +924,62 @@ async function gatewayTwoTenants() {
   return { ...gw, headers: { Authorization: `Bearer ${ka.key}` } }
 }
 
+// ---- f. the run clock under another tenant's load ----------------------------------------------
+
+const WORK = 'async () => { let x = 0; for (let i = 0; i < 3e6; i++) x += i % 7; return 1 }'
+const CLOCK_RUNS = 8
+
+// runClockUnderLoad: tenant A's program that computes a fixed amount of
+// work, CLOCK_RUNS times one after another, alone and then while tenant B
+// floods with CPU-bound runs at its cap; the run clock and the CPU each
+// run reports (the usage extension).
+async function runClockUnderLoad() {
+  const ka = newKey()
+  const kb = newKey()
+  const policy = `{maxConcurrent: ${B_CAP}, maxHandles: ${B_HANDLES}, rate: 0}`
+  const gw = await startGateway(gatewayConfig({ tenants: [{ name: 'a', hash: ka.hash, policy }, { name: 'b', hash: kb.hash, policy }], local: {} }))
+  try {
+    const a = await RemoteExecutor.connect(gw.url, { headers: { Authorization: `Bearer ${ka.key}` } })
+    const measure = async () => {
+      const rows = []
+      for (let i = 0; i < CLOCK_RUNS; i++) {
+        const t = now()
+        const r = await a.execute({ code: WORK, timeout: 60000 })
+        if (r.result !== 1 || !r.usage) throw new Error(`tenant A's run answered ${JSON.stringify(r)}`)
+        rows.push({ wall: now() - t, clock: r.usage.runClockMs, cpu: r.usage.cpuMs })
+      }
+      const mean = (k) => rows.reduce((s, r) => s + r[k], 0) / rows.length
+      return { wall: mean('wall'), clock: mean('clock'), cpu: mean('cpu') }
+    }
+    await measure() // warm up
+    const alone = await measure()
+    const b = await startFlood('CPU-bound runs of 1 s, B at its concurrency cap', gw.url, kb.key)
+    let loaded
+    try {
+      loaded = await measure()
+    } finally {
+      await b.stop()
+    }
+    await disposeAll([a])
+    return { alone, loaded }
+  } finally {
+    await gw.stop()
+  }
+}
+
+async function stepRunClock() {
+  console.log(`## f. The run clock under another tenant's load\n\nTenant A runs \`${WORK}\` ${CLOCK_RUNS} times one after another, alone and then while tenant B ` +
+    `runs ${B_CAP} CPU-bound programs of 1 s at once (its cap), on the default local backend; means of what each run reports.\n`)
+  const r = await runClockUnderLoad()
+  table(['tenant A', 'wall ms', 'run clock ms', 'CPU ms'], [
+    ['alone', ms(r.alone.wall), ms(r.alone.clock), ms(r.alone.cpu)],
+    ['beside B\'s flood', ms(r.loaded.wall), ms(r.loaded.clock), ms(r.loaded.cpu)],
+  ])
+  const ratio = r.loaded.clock / r.alone.clock
+  table(['ratio', 'value', 'goal', 'met'], [['run clock beside B ÷ alone', fix(ratio), '≤ 1.05', Math.abs(ratio - 1) <= 0.05 ? 'yes' : 'no']])
+  results.steps.runClock = { ...r, ratio }
+}
+
 // ---- the run -----------------------------------------------------------------------------------
 
 if (process.argv[2] === '--flood') {
@@ -942,6 +1000,7 @@ try {
   if (STEPS.has('c')) await stepFairness()
   if (STEPS.has('d')) await stepMemoryHolds()
   if (STEPS.has('e')) await stepOwnLoad()
+  if (STEPS.has('f')) await stepRunClock()
 } catch (err) {
   invalid.push(`the run failed: ${err?.stack ?? err}`)
 } finally {

@@ -29,6 +29,11 @@ const (
 	// never reach it. It is the piece's own CPU, not its wall time: a
 	// piece slowed by many siblings is no hog.
 	hogSlice = 5 * time.Millisecond
+	// shortPlaces is how many pieces of work that are not hogs may execute
+	// at once in a worker. Each is short (under hogSlice of CPU) or soon a
+	// hog that gives its place up, so a piece waits for a place a few
+	// milliseconds at most.
+	shortPlaces = 2
 	// minStep spaces the accounting steps a piece's start or end brings:
 	// closer together, the pieces that start or end meanwhile are folded
 	// into the next step instead (with a hundred runs in flight, a step at
@@ -106,6 +111,11 @@ type meter struct {
 	// (gcPercentFor), set at gcPercent.
 	tuneGC    bool
 	gcPercent int
+	// places admits the short pieces that may execute at once: each holds
+	// a thread and costs every accounting step a clock read, and on one
+	// CPU more of them at once would only take turns. A hog gives its
+	// place up.
+	places chan struct{}
 	// hogRuns counts the runs with a hog thread; procs is the GOMAXPROCS
 	// that wants, applied by setProcs off the lock.
 	hogRuns   int
@@ -151,6 +161,7 @@ type piece struct {
 	start  int64         // MonoNow at entry
 	hog    bool
 	locked bool // enter locked the goroutine to its thread
+	placed bool // it holds one of the worker's places
 	clock  sandbox.Clock
 	// deadline is when the piece overruns its bound (MonoNow; 0: none),
 	// bound which bound that is.
@@ -170,6 +181,7 @@ func newMeter(table *wire.Table, base int64, baseProcs int) *meter {
 		pieces:    map[*piece]struct{}{},
 		baseProcs: baseProcs,
 		procs:     make(chan int, 1),
+		places:    make(chan struct{}, shortPlaces),
 	}
 	for i := table.Slots() - 1; i >= 0; i-- {
 		m.freeSlots = append(m.freeSlots, i)
@@ -318,6 +330,14 @@ func (m *meter) enter(ctx context.Context, run uint64, clock sandbox.Clock) *pie
 	m.mu.Unlock()
 	p := &piece{run: r, clock: clock, hog: onHogThread}
 	if !onHogThread {
+		// A short piece takes one of the worker's few places first; a hog
+		// gave its place up and needs none.
+		select {
+		case m.places <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		p.placed = true
 		runtime.LockOSThread()
 		p.locked = true
 		tid = currentThread()
@@ -366,9 +386,19 @@ func (m *meter) leave(p *piece) {
 	if now-m.last.at >= int64(minStep) {
 		m.stepLocked(now)
 	}
+	m.unplace(p)
+	hog := p.hog
 	m.mu.Unlock()
-	if p.locked && !p.hog {
+	if p.locked && !hog {
 		runtime.UnlockOSThread()
+	}
+}
+
+// unplace gives p's place back, once. m.mu is held.
+func (m *meter) unplace(p *piece) {
+	if p.placed {
+		p.placed = false
+		<-m.places
 	}
 }
 
@@ -385,9 +415,12 @@ func (m *meter) armLocked() {
 	}
 }
 
-// periodLocked is the time to the next step. m.mu is held.
+// periodLocked is the time to the next step: shorter while a few pieces
+// take turns (the shorter the step, the more often one piece ran alone in
+// it), back to meterTick when many hogs make every step costly. m.mu is
+// held.
 func (m *meter) periodLocked() time.Duration {
-	if len(m.pieces) > 1 {
+	if n := len(m.pieces); n > 1 && n <= 4 {
 		return meterTick / 4
 	}
 	return meterTick
@@ -643,10 +676,15 @@ func (m *meter) attributeCPULocked(all []*piece, spent, sum time.Duration) {
 const maxCarry = 50 * time.Millisecond
 
 // hogLocked makes p a hog: its thread is the run's for the rest of the run,
-// the parent lowers its priority, and the worker gets a processor more.
-// m.mu is held.
+// the parent lowers its priority, the worker gets a processor more, and
+// the piece gives its place up to a short one (while the worker has fewer
+// than maxHogProcs hogs: past them, hogs keep their places and later
+// pieces wait their turn). m.mu is held.
 func (m *meter) hogLocked(p *piece) {
 	p.hog = true
+	if m.hogRuns < maxHogProcs {
+		m.unplace(p)
+	}
 	if p.run.hogTid == 0 {
 		m.hogRuns++
 		m.wantProcsLocked()
