@@ -21,8 +21,10 @@ import (
 // the interrupt between pieces.
 
 // stringNative is the result length (in UTF-16 units) below which a string
-// guard leaves the work to goja: 2^20 units take goja's slowest of them
-// (repeat of one character, normalize) about 5 to 30 ms.
+// guard leaves the work to goja: goja spends about 6 ns a unit repeating,
+// padding or case-mapping ASCII, and 50 encoding a URI component, so 2^20
+// units take 6 to 50 ms. normalize (300 ns a unit) and the case mapping of
+// other text (150) leave only guardSlowLoop units to goja.
 const stringNative = 1 << 20
 
 // stringStride is how many units of a string a guard's loop handles between
@@ -330,7 +332,7 @@ func (g *guards) normalize(orig nativeFunc) nativeFunc {
 			form = g.toStr(f)
 		}
 		delegate := func() goja.Value { return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{form}}) }
-		if int64(s.Length()) < g.strNative || isASCII(s) {
+		if int64(s.Length()) < g.slowLoop || isASCII(s) {
 			return delegate()
 		}
 		var f norm.Form
@@ -365,7 +367,7 @@ func (g *guards) caseMap(orig nativeFunc, upper bool) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		s := g.thisString(call.This)
 		n := s.Length()
-		if int64(n) < g.strNative {
+		if int64(n) < g.slowLoop || int64(n) < g.strNative && isASCII(s) {
 			return orig(goja.FunctionCall{This: s})
 		}
 		ascii := isASCII(s)
