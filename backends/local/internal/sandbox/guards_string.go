@@ -536,14 +536,21 @@ func (g *guards) replace(orig nativeFunc, all bool) nativeFunc {
 		objectCoercible(orig, call.This)
 		search, replaceValue := call.Argument(0), call.Argument(1)
 		if o, ok := search.(*goja.Object); ok {
-			if all {
-				// goja asks whether it is a RegExp, reads its flags,
-				// then takes its replacer: all of it is goja's (a
-				// RegExp's replacer is guarded apart).
+			// A RegExp's replacer is guarded apart; goja reads and calls
+			// it. An object whose Symbol.match and Symbol.replace read
+			// quietly as absent (goja reads both for replaceAll, the
+			// second for replace) takes the string path here.
+			if isProxy(o) || o.ClassName() == "RegExp" {
 				return orig(call)
 			}
-			if replacer := g.toMethod(o.GetSymbol(goja.SymReplace)); replacer != nil {
-				return replacer(goja.FunctionCall{This: search, Arguments: []goja.Value{call.This, replaceValue}})
+			if _, known := g.quietSymbol(o, goja.SymMatch); !known && all {
+				return orig(call)
+			}
+			if m, known := g.quietSymbol(o, goja.SymReplace); !known || m {
+				return orig(call)
+			}
+			if all && o.GetSymbol(goja.SymMatch) != nil {
+				return orig(call)
 			}
 		}
 		s := g.thisString(call.This)
