@@ -110,6 +110,11 @@ type guards struct {
 	strStride                        int
 	shift                            uint
 
+	// replacer is JSON.stringify's guard replacer, made once; replacers
+	// the program's replacers of the calls in progress (nil: none).
+	replacer  goja.Value
+	replacers []nativeFunc
+
 	// joinStack holds the arrays whose join (or toLocaleString) is in
 	// progress in a guard, as goja's toStringStack does for its own: a
 	// cycle joins to the empty string.
@@ -161,7 +166,15 @@ var (
 	// constructorProgram makes a constructor guard (guards.constructor).
 	constructorProgram = guardProgram("guards-constructor.js", `(function (orig, name, call, construct, global) {
   'use strict'
-  const f = function (...args) { return new.target === undefined ? call(this, ...args) : construct(new.target, ...args) }
+  // goja's typed array and buffer constructors read three arguments at
+  // most, an undefined one as an absent one. A small length needs no
+  // budget: goja's own constructor takes it at once (new orig makes the
+  // same object as new f: they share their prototype).
+  const f = function (a, b, c) {
+    if (new.target === undefined) return call(this, a, b, c)
+    if (new.target === f && typeof a === 'number' && a >= 0 && a <= 65536) return new orig(a)
+    return construct(new.target, a, b, c)
+  }
   const own = Object.getOwnPropertyDescriptor
   Object.defineProperty(f, 'length', own(orig, 'length'))
   Object.defineProperty(f, 'name', own(orig, 'name'))
@@ -356,6 +369,9 @@ func key(k int64) string { return strconv.FormatInt(k, 10) }
 // when the read would be observable; the caller must then leave it to an
 // implementation that reads it exactly once.
 func (g *guards) quietLength(o *goja.Object) (n int64, ok bool) {
+	if n, ok := arrayLength(o); ok {
+		return n, true
+	}
 	if isProxy(o) {
 		return 0, false
 	}

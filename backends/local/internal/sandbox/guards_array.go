@@ -57,6 +57,20 @@ var arrayLayout = func() (l struct {
 	return l
 }()
 
+// arrayLength is the length of o when it is one of goja's arrays (dense or
+// not), read from its field: what Get(o, "length") gives, without the
+// lookup.
+func arrayLength(o *goja.Object) (int64, bool) {
+	if !arrayLayout.ok {
+		return 0, false
+	}
+	impl := reflect.ValueOf(o).Elem().FieldByIndex(arrayLayout.self)
+	if impl.IsNil() || impl.Elem().Type() != arrayLayout.typ {
+		return 0, false
+	}
+	return int64(impl.Elem().Elem().FieldByIndex(arrayLayout.length).Uint()), true
+}
+
 // denseArray reports whether o is one of goja's dense arrays (every index
 // below its length an own data property), and its length.
 func denseArray(o *goja.Object) (int64, bool) {
@@ -283,11 +297,19 @@ func (g *guards) cheap(orig nativeFunc, protos bool, slow slowPath) nativeFunc {
 func (g *guards) looping(orig nativeFunc, slow slowPath) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if g.small(o, g.loop, false, false) {
+		if g.small(o, g.loop, false, false) || g.scriptOverDense(o, call.Argument(0)) {
 			return orig(call)
 		}
 		return slow(orig, o, call)
 	}
+}
+
+// scriptOverDense reports whether goja's own loop over o calls back into
+// JavaScript at every element: o is a dense array (no hole to skip) below
+// denseNative, and the callback is written in JavaScript.
+func (g *guards) scriptOverDense(o *goja.Object, callback goja.Value) bool {
+	n, dense := denseArray(o)
+	return dense && n < g.dense && isScriptFunction(callback)
 }
 
 // callback is a method's callback (its first argument) as goja's check
@@ -359,9 +381,11 @@ func (b *builder) write(s goja.String) {
 // check looks at the interrupt.
 func (b *builder) check() { b.g.checkpoint() }
 
-// arrayJoin is Array.prototype.join, always in Go: its result's size is
-// not bounded by its length (one large string, many times), so its
-// builder is metered at any length. A cycle joins to "" as in goja.
+// arrayJoin is Array.prototype.join. Its result's size is not bounded by
+// its length (one large string, many times): goja joins a dense array of
+// primitives, whose size a look at its elements tells, and anything else
+// is joined in Go, its builder metered at any length. A cycle joins to ""
+// as in goja.
 func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
@@ -376,6 +400,15 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 		}
 		if l == 0 {
 			return g.vm.ToValue("")
+		}
+		if units, ok := g.primitivesSize(o, l); ok {
+			sl := int64(sep.Length())
+			g.reserve((units + (l-1)*sl) * 2)
+			// goja reads the length again (an array's: quiet) and joins
+			// on its own stack, which holds o only while it joins.
+			g.joined()
+			defer func() { g.joinStack = append(g.joinStack, o) }()
+			return orig(goja.FunctionCall{This: o, Arguments: []goja.Value{sep}})
 		}
 		b := &builder{g: g}
 		// The separators alone take (l-1) of them.
@@ -398,6 +431,31 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 		}
 		return b.b.String()
 	}
+}
+
+// primitivesSize is the units the elements of o, a dense array of n
+// primitives below denseNative, take as strings; ok is false for any
+// other o (their reads are quiet: a dense array has no accessor).
+func (g *guards) primitivesSize(o *goja.Object, n int64) (int64, bool) {
+	if m, dense := denseArray(o); !dense || m != n || n >= g.dense {
+		return 0, false
+	}
+	var units int64
+	for i := int64(0); i < n; i++ {
+		g.tick(i)
+		switch v := o.Get(key(i)).(type) {
+		case goja.String:
+			units += int64(v.Length())
+		case *goja.Object, *goja.Symbol:
+			return 0, false
+		default:
+			if goja.IsBigInt(v) {
+				return 0, false
+			}
+			units += 24 // the longest number: -1.7976931348623157e+308
+		}
+	}
+	return units, true
 }
 
 // arrayToLocaleString is Array.prototype.toLocaleString, in Go as join is.
@@ -822,7 +880,7 @@ func (g *guards) slowForEach(orig nativeFunc, o *goja.Object, call goja.Function
 func (g *guards) mapping(orig nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		o := g.receiverOf(call.This)
-		if n, quiet := g.quietLength(o); quiet && n < g.loop {
+		if n, quiet := g.quietLength(o); quiet && n < g.loop || g.scriptOverDense(o, call.Argument(0)) {
 			g.reserve(n * valueBytes)
 			return orig(call)
 		}

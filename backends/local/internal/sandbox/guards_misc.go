@@ -112,20 +112,26 @@ func (g *guards) jsonStringify(orig nativeFunc) nativeFunc {
 			}
 			inner, _ = callable(r)
 		}
-		calls := int64(0)
-		wrapped := g.vm.ToValue(func(c goja.FunctionCall) goja.Value {
-			if g.s.halted() {
-				g.raise()
-			}
-			if calls++; calls%guardStride == 0 {
-				g.checkpoint()
-			}
-			if inner != nil {
-				return inner(c)
-			}
-			return c.Argument(1)
-		})
-		args := []goja.Value{call.Argument(0), wrapped}
+		if g.replacer == nil {
+			calls := int64(0)
+			g.replacer = g.vm.ToValue(func(c goja.FunctionCall) goja.Value {
+				if g.s.halted() {
+					g.raise()
+				}
+				if calls++; calls%guardStride == 0 {
+					g.checkpoint()
+				}
+				if inner := g.replacers[len(g.replacers)-1]; inner != nil {
+					return inner(c)
+				}
+				return c.Argument(1)
+			})
+		}
+		// A toJSON can stringify again, inside: the replacer in use is
+		// the innermost call's.
+		g.replacers = append(g.replacers, inner)
+		defer func() { g.replacers = g.replacers[:len(g.replacers)-1] }()
+		args := []goja.Value{call.Argument(0), g.replacer}
 		if len(call.Arguments) > 2 {
 			args = append(args, call.Arguments[2:]...)
 		}

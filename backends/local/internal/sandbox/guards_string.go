@@ -21,8 +21,10 @@ import (
 // the interrupt between pieces.
 
 // stringNative is the result length (in UTF-16 units) below which a string
-// guard leaves the work to goja: 2^20 units take goja's slowest of them
-// (repeat of one character, normalize) about 5 to 30 ms.
+// guard leaves the work to goja: goja spends about 6 ns a unit repeating,
+// padding or case-mapping ASCII, and 50 encoding a URI component, so 2^20
+// units take 6 to 50 ms. normalize (300 ns a unit) and the case mapping of
+// other text (150) leave only guardSlowLoop units to goja.
 const stringNative = 1 << 20
 
 // stringStride is how many units of a string a guard's loop handles between
@@ -330,7 +332,7 @@ func (g *guards) normalize(orig nativeFunc) nativeFunc {
 			form = g.toStr(f)
 		}
 		delegate := func() goja.Value { return orig(goja.FunctionCall{This: s, Arguments: []goja.Value{form}}) }
-		if int64(s.Length()) < g.strNative || isASCII(s) {
+		if int64(s.Length()) < g.slowLoop || isASCII(s) {
 			return delegate()
 		}
 		var f norm.Form
@@ -365,7 +367,7 @@ func (g *guards) caseMap(orig nativeFunc, upper bool) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		s := g.thisString(call.This)
 		n := s.Length()
-		if int64(n) < g.strNative {
+		if int64(n) < g.slowLoop || int64(n) < g.strNative && isASCII(s) {
 			return orig(goja.FunctionCall{This: s})
 		}
 		ascii := isASCII(s)
@@ -534,14 +536,21 @@ func (g *guards) replace(orig nativeFunc, all bool) nativeFunc {
 		objectCoercible(orig, call.This)
 		search, replaceValue := call.Argument(0), call.Argument(1)
 		if o, ok := search.(*goja.Object); ok {
-			if all {
-				// goja asks whether it is a RegExp, reads its flags,
-				// then takes its replacer: all of it is goja's (a
-				// RegExp's replacer is guarded apart).
+			// A RegExp's replacer is guarded apart; goja reads and calls
+			// it. An object whose Symbol.match and Symbol.replace read
+			// quietly as absent (goja reads both for replaceAll, the
+			// second for replace) takes the string path here.
+			if isProxy(o) || o.ClassName() == "RegExp" {
 				return orig(call)
 			}
-			if replacer := g.toMethod(o.GetSymbol(goja.SymReplace)); replacer != nil {
-				return replacer(goja.FunctionCall{This: search, Arguments: []goja.Value{call.This, replaceValue}})
+			if _, known := g.quietSymbol(o, goja.SymMatch); !known && all {
+				return orig(call)
+			}
+			if m, known := g.quietSymbol(o, goja.SymReplace); !known || m {
+				return orig(call)
+			}
+			if all && o.GetSymbol(goja.SymMatch) != nil {
+				return orig(call)
 			}
 		}
 		s := g.thisString(call.This)
