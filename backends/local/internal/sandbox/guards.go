@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/dop251/goja"
 )
@@ -97,8 +98,11 @@ type guards struct {
 	// regexp what the RegExp guards do (guards_regexp.go).
 	typed  *typedState
 	regexp *regexpState
-	// makeConstructor is constructorProgram's function.
-	makeConstructor goja.Callable
+	// makeConstructor is constructorProgram's function; constructors the
+	// guards it made, by name, which ctorCall and ctorConstruct serve.
+	makeConstructor         goja.Callable
+	constructors            map[string]constructorGuard
+	ctorCall, ctorConstruct *goja.Object
 	// sources maps a guard that stands in for a built-in constructor to
 	// the built-in, whose text Function.prototype.toString gives.
 	sources map[*goja.Object]*goja.Object
@@ -114,6 +118,9 @@ type guards struct {
 	// the program's replacers of the calls in progress (nil: none).
 	replacer  goja.Value
 	replacers []nativeFunc
+
+	// iterCalls counts the guarded iterator steps.
+	iterCalls int64
 
 	// joinStack holds the arrays whose join (or toLocaleString) is in
 	// progress in a guard, as goja's toStringStack does for its own: a
@@ -160,33 +167,10 @@ var (
 	captureProgram = guardProgram("guards-capture.js", `[function () {}, Reflect.has, Object.getOwnPropertyDescriptor, Array.isArray,
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get,
   Reflect.get, function recurse() { return recurse() }, RangeError, Object.getOwnPropertySymbols]`)
-	// iteratorsProgram lists the prototypes of goja's built-in iterators.
+	// iteratorsProgram lists the prototypes of goja's built-in iterators
+	// but the RegExp string iterator's (guardMatchAll).
 	iteratorsProgram = guardProgram("guards-iterators.js", `[[][Symbol.iterator](), ''[Symbol.iterator](),
-  new Map()[Symbol.iterator](), new Set()[Symbol.iterator](), 'a'.matchAll(/a/g)].map(Object.getPrototypeOf)`)
-	// constructorProgram makes a constructor guard (guards.constructor).
-	constructorProgram = guardProgram("guards-constructor.js", `(function (orig, name, call, construct, global) {
-  'use strict'
-  // goja's typed array and buffer constructors read three arguments at
-  // most, an undefined one as an absent one. A small length needs no
-  // budget: goja's own constructor takes it at once (new orig makes the
-  // same object as new f: they share their prototype).
-  const f = function (a, b, c) {
-    if (new.target === undefined) return call(this, a, b, c)
-    if (new.target === f && typeof a === 'number' && a >= 0 && a <= 65536) return new orig(a)
-    return construct(new.target, a, b, c)
-  }
-  const own = Object.getOwnPropertyDescriptor
-  Object.defineProperty(f, 'length', own(orig, 'length'))
-  Object.defineProperty(f, 'name', own(orig, 'name'))
-  Object.defineProperty(f, 'prototype', own(orig, 'prototype'))
-  for (const k of Reflect.ownKeys(orig)) {
-    if (k !== 'name' && k !== 'length' && k !== 'prototype') Object.defineProperty(f, k, own(orig, k))
-  }
-  Object.setPrototypeOf(f, Object.getPrototypeOf(orig))
-  Object.defineProperty(orig.prototype, 'constructor', { value: f })
-  Object.defineProperty(global, name, { value: f })
-  return f
-})`)
+  new Map()[Symbol.iterator](), new Set()[Symbol.iterator]()].map(Object.getPrototypeOf)`)
 )
 
 func guardProgram(name, src string) *goja.Program {
@@ -290,7 +274,16 @@ func (g *guards) reserve(n int64) {
 // runtime error inside it (a bug of the sandbox's) breaks the run as a
 // host function's would; everything else goja or JavaScript throws passes.
 func (g *guards) native(name string, length goja.Value, fn func(goja.FunctionCall) goja.Value) *goja.Object {
-	f := g.vm.ToValue(func(call goja.FunctionCall) (out goja.Value) {
+	f := g.vm.ToValue(g.contained(fn)).(*goja.Object)
+	_ = f.DefineDataProperty("name", g.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = f.DefineDataProperty("length", length, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	return f
+}
+
+// contained is fn, with a Go runtime error inside it (a bug in a guard,
+// never the program's doing) ending the run instead of the process.
+func (g *guards) contained(fn nativeFunc) nativeFunc {
+	return func(call goja.FunctionCall) (out goja.Value) {
 		defer func() {
 			if r := recover(); r != nil {
 				if _, ok := r.(runtime.Error); !ok {
@@ -301,18 +294,19 @@ func (g *guards) native(name string, length goja.Value, fn func(goja.FunctionCal
 			}
 		}()
 		return fn(call)
-	}).(*goja.Object)
-	_ = f.DefineDataProperty("name", g.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-	_ = f.DefineDataProperty("length", length, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-	return f
+	}
 }
 
 // nativeFunc is a goja built-in's own Go function.
 type nativeFunc = func(goja.FunctionCall) goja.Value
 
-// method replaces the built-in method obj[name] with a guard that keeps
-// its name, length and attributes (writable, configurable, not
-// enumerable); wrap builds the guard from the original's Go function.
+// method puts a guard in front of the built-in method obj[name]; wrap
+// builds it from the original's Go function. The guard takes the
+// original's place inside its own function object (nativeLayout), so the
+// method keeps its identity, name, length and attributes, and a prepared
+// runtime pays for no new object; where goja's layout is not the one
+// known, a new function object with the same name, length and attributes
+// (writable, configurable, not enumerable) replaces it.
 func (g *guards) method(obj *goja.Object, name string, wrap func(orig nativeFunc) nativeFunc) error {
 	orig, ok := obj.Get(name).(*goja.Object)
 	if !ok {
@@ -322,8 +316,60 @@ func (g *guards) method(obj *goja.Object, name string, wrap func(orig nativeFunc
 	if !ok {
 		return errNotBuiltin(name)
 	}
-	w := g.native(orig.Get("name").String(), orig.Get("length"), wrap(f))
+	guard := wrap(f)
+	if swapNative(orig, g.contained(guard)) {
+		return nil
+	}
+	w := g.native(orig.Get("name").String(), orig.Get("length"), guard)
 	return obj.DefineDataProperty(name, w, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+// nativeLayout locates the Go function inside goja's native function
+// object, found by reflection on one: goja offers no way to wrap a
+// built-in in place. Should a goja upgrade change it, ok is false and the
+// guards fall back to new function objects.
+var nativeLayout = func() (l struct {
+	ok      bool
+	self, f []int
+	typ     reflect.Type
+}) {
+	fn, ok := goja.New().Get("parseInt").(*goja.Object)
+	if !ok {
+		return l
+	}
+	self, ok := reflect.TypeOf(fn).Elem().FieldByName("self")
+	if !ok {
+		return l
+	}
+	impl := reflect.ValueOf(fn).Elem().FieldByIndex(self.Index)
+	if impl.Kind() != reflect.Interface || impl.IsNil() || impl.Elem().Kind() != reflect.Pointer {
+		return l
+	}
+	typ := impl.Elem().Type()
+	f, found := typ.Elem().FieldByName("f")
+	if !found || f.Type != funcType {
+		return l
+	}
+	l.self, l.f, l.typ, l.ok = self.Index, f.Index, typ, true
+	return l
+}()
+
+// swapNative makes fn the Go function of the native function object o,
+// and reports whether it could.
+func swapNative(o *goja.Object, fn nativeFunc) bool {
+	if !nativeLayout.ok {
+		return false
+	}
+	impl := reflect.ValueOf(o).Elem().FieldByIndex(nativeLayout.self)
+	if impl.IsNil() || impl.Elem().Type() != nativeLayout.typ {
+		return false
+	}
+	field := impl.Elem().Elem().FieldByIndex(nativeLayout.f)
+	if field.IsNil() {
+		return false
+	}
+	reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Set(reflect.ValueOf(fn))
+	return true
 }
 
 type errNotBuiltin string

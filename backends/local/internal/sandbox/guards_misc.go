@@ -67,32 +67,66 @@ func (g *guards) installMisc() error {
 // destructuring, Array.from, new Set and Map, Promise.all and the other
 // iterating built-ins call it from one Go loop, so it looks at the
 // interrupt (every call, for a flag; every guardStride calls, the run's
-// context).
+// context). The RegExp string iterator is guarded when
+// RegExp.prototype[Symbol.matchAll] first makes one: making one up front
+// would cost every prepared runtime a regular expression's compilation.
 func (g *guards) installIterators() error {
 	v, err := g.vm.RunProgram(iteratorsProgram)
 	if err != nil {
 		return err
 	}
 	protos := v.(*goja.Object)
-	calls := int64(0)
 	for i := int64(0); i < lengthOf(protos); i++ {
-		proto := protos.Get(key(i)).(*goja.Object)
-		err := g.method(proto, "next", func(orig nativeFunc) nativeFunc {
-			return func(call goja.FunctionCall) goja.Value {
-				if g.s.halted() {
-					g.raise()
-				}
-				if calls++; calls%guardStride == 0 {
-					g.checkpoint()
-				}
-				return orig(call)
-			}
-		})
-		if err != nil {
+		if err := g.guardNext(protos.Get(key(i)).(*goja.Object)); err != nil {
 			return err
 		}
 	}
-	return nil
+	return g.guardMatchAll()
+}
+
+// guardNext guards the next method of the built-in iterator prototype
+// proto.
+func (g *guards) guardNext(proto *goja.Object) error {
+	return g.method(proto, "next", func(orig nativeFunc) nativeFunc {
+		return func(call goja.FunctionCall) goja.Value {
+			if g.s.halted() {
+				g.raise()
+			}
+			if g.iterCalls++; g.iterCalls%guardStride == 0 {
+				g.checkpoint()
+			}
+			return orig(call)
+		}
+	})
+}
+
+// guardMatchAll guards the RegExp string iterator the first time
+// RegExp.prototype[Symbol.matchAll] (which String.prototype.matchAll
+// calls) makes one, before anything can step it.
+func (g *guards) guardMatchAll() error {
+	proto := g.global("RegExp").Get("prototype").(*goja.Object)
+	orig, ok := proto.GetSymbol(goja.SymMatchAll).(*goja.Object)
+	if !ok {
+		return errNotBuiltin("RegExp.prototype[Symbol.matchAll]")
+	}
+	f, ok := orig.Export().(nativeFunc)
+	if !ok {
+		return errNotBuiltin("RegExp.prototype[Symbol.matchAll]")
+	}
+	guarded := false
+	guard := func(call goja.FunctionCall) goja.Value {
+		v := f(call)
+		if it, isObj := v.(*goja.Object); isObj && !guarded {
+			guarded = true
+			throwing(g.guardNext(it.Prototype()))
+		}
+		return v
+	}
+	if swapNative(orig, g.contained(guard)) {
+		return nil
+	}
+	w := g.native(orig.Get("name").String(), orig.Get("length"), guard)
+	return proto.DefineDataPropertySymbol(goja.SymMatchAll, w, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }
 
 // jsonStringify guards JSON.stringify, which walks its whole value in one

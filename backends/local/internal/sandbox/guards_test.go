@@ -434,13 +434,15 @@ func TestGuardsMendGojasBreaks(t *testing.T) {
 var arrayBombs = []bomb{
 	{"join of holes", `new Array(2**32-1).join()`, endsMemory},
 	{"join of holes without a separator", `new Array(2**32-1).join('')`, endsTimeout},
-	{"join of a dense array", `Array(1e7).fill('a').join('')`, endsTimeout},
+	{"join of a dense array", `Array(3e6).fill(1.5).join('')`, endsTimeout},
+	// Filling 5e7 holes makes 800 MB of elements: the budget refuses them.
 	{"join with a long separator", `new Array(2**20).join('x'.repeat(2**10))`, endsMemory},
 	{"join of one large string", `Array(2**12).fill('x'.repeat(2**20)).join('')`, endsMemory},
 	{"toString", `String(new Array(2**32-1))`, endsMemory},
 	{"toLocaleString", `new Array(2**32-1).toLocaleString()`, endsTimeout},
-	{"fill of holes", `new Array(5e7).fill(1.5)`, endsTimeout},
-	{"fill of an array-like", `Array.prototype.fill.call({length: 2**40}, 0)`, endsTimeout},
+	{"fill of holes", `new Array(5e7).fill(1.5)`, endsMemory},
+	{"fill of an array-like", `Array.prototype.fill.call({length: 2**40}, 0)`, endsMemory},
+	{"fill of holes within the limit, again and again", `const a = new Array(2e6); for (;;) a.fill(1.5)`, endsTimeout},
 	{"slice of an array-like", `Array.prototype.slice.call({length: 5e7})`, endsTimeout},
 	{"slice of holes", `new Array(2**32-1).slice()`, endsTimeout},
 	{"splice of holes", `new Array(2**32-1).splice(0)`, endsTimeout},
@@ -622,7 +624,7 @@ func TestOtherGuardsKeepGojasResults(t *testing.T) {
 // otherBombs are the bombs of JSON, argument lists, iteration, Object's
 // lists and the URI encoders.
 var otherBombs = []bomb{
-	{"JSON.stringify of a dense array", `JSON.stringify(new Array(5e6).fill('x'.repeat(20)))`, endsTimeout},
+	{"JSON.stringify of a dense array", `JSON.stringify(new Array(3e6).fill(1.5))`, endsTimeout},
 	{"JSON.stringify of holes", `JSON.stringify(new Array(2**26), null, 10)`, endsTimeout},
 	{"JSON.stringify with a huge property list", `JSON.stringify(1, new Array(2**32-1))`, endsTimeout},
 	{"JSON.parse of nested arrays", `JSON.parse('[' + '[],'.repeat(2**22) + '[]]')`, endsMemory},
@@ -708,6 +710,9 @@ var regexpBombs = []bomb{
 	{"replace of many matches", `'x'.repeat(2**23).replace(/x/g, 'y')`, endsTimeout},
 	{"match of many matches", `'x'.repeat(2**23).match(/x/g)`, endsTimeout},
 	{"split at many matches", `'x'.repeat(2**23).split(/x/)`, endsTimeout},
+	// The RegExp string iterator is guarded when the first one is made.
+	{"spread of matchAll", `[...'x'.repeat(2**23).matchAll(/x/g)]`, endsTimeout},
+	{"Array.from matchAll of a subclass", `class R extends RegExp {}; Array.from('x'.repeat(2**23).matchAll(new R('x', 'g')))`, endsTimeout},
 }
 
 func TestRegExpBombsEndTheirRun(t *testing.T) { runBombs(t, regexpBombs) }

@@ -134,7 +134,9 @@ func (g *guards) installBuffers() error {
 // (both construct), and goja cannot take instanceof through a Proxy. Like
 // any function's, its [[Construct]] reads new.target's prototype before
 // the body runs: a new.target whose prototype is an accessor or behind a
-// trap (Reflect.construct's third argument) sees one read more.
+// trap (Reflect.construct's third argument) sees one read more. Its
+// properties are copied in Go: copied by JavaScript, they cost a prepared
+// runtime a quarter of a millisecond.
 func (g *guards) constructor(name string, construct func(newTarget *goja.Object, args []goja.Value) *goja.Object) error {
 	orig := g.global(name)
 	call, ok := orig.Export().(nativeFunc)
@@ -142,24 +144,111 @@ func (g *guards) constructor(name string, construct func(newTarget *goja.Object,
 		return errNotBuiltin(name)
 	}
 	if g.makeConstructor == nil {
-		v, err := g.vm.RunProgram(constructorProgram)
-		if err != nil {
+		if err := g.constructorMaker(); err != nil {
 			return err
 		}
-		g.makeConstructor, _ = goja.AssertFunction(v)
 	}
-	callGo := g.native(name, g.vm.ToValue(0), func(c goja.FunctionCall) goja.Value {
-		return call(goja.FunctionCall{This: c.Argument(0), Arguments: c.Arguments[min(1, len(c.Arguments)):]})
-	})
-	constructGo := g.native(name, g.vm.ToValue(0), func(c goja.FunctionCall) goja.Value {
-		return construct(c.Argument(0).(*goja.Object), c.Arguments[1:])
-	})
-	f, err := g.makeConstructor(goja.Undefined(), orig, g.vm.ToValue(name), callGo, constructGo, g.vm.GlobalObject())
+	g.constructors[name] = constructorGuard{call: call, construct: construct}
+	v, err := g.makeConstructor(goja.Undefined(), orig, g.vm.ToValue(name), g.ctorCall, g.ctorConstruct)
 	if err != nil {
 		return err
 	}
-	g.sources[f.(*goja.Object)] = orig
+	f := v.(*goja.Object)
+	for _, k := range orig.GetOwnPropertyNames() {
+		if err := g.copyOwn(f, orig, g.vm.ToValue(k)); err != nil {
+			return err
+		}
+	}
+	syms, err := g.ownSymbolsOf(goja.Undefined(), orig)
+	if err != nil {
+		return err
+	}
+	for i, list := int64(0), syms.(*goja.Object); i < lengthOf(list); i++ {
+		if err := g.copyOwn(f, orig, list.Get(key(i))); err != nil {
+			return err
+		}
+	}
+	if err := f.SetPrototype(orig.Prototype()); err != nil {
+		return err
+	}
+	proto := orig.Get("prototype").(*goja.Object)
+	if err := proto.DefineDataProperty("constructor", f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+		return err
+	}
+	if err := g.vm.GlobalObject().DefineDataProperty(name, f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+		return err
+	}
+	g.sources[f] = orig
 	return nil
+}
+
+// constructorGuard is what a constructor guard calls in Go.
+type constructorGuard struct {
+	call      nativeFunc
+	construct func(newTarget *goja.Object, args []goja.Value) *goja.Object
+}
+
+// constructorMaker makes the function that makes constructor guards and
+// the two natives every guard shares, which take the constructor's name
+// first.
+func (g *guards) constructorMaker() error {
+	v, err := g.vm.RunProgram(constructorProgram)
+	if err != nil {
+		return err
+	}
+	g.makeConstructor, _ = goja.AssertFunction(v)
+	g.constructors = map[string]constructorGuard{}
+	guard := func(c goja.FunctionCall) constructorGuard { return g.constructors[c.Argument(0).String()] }
+	g.ctorCall = g.native("call", g.vm.ToValue(0), func(c goja.FunctionCall) goja.Value {
+		return guard(c).call(goja.FunctionCall{This: c.Argument(1), Arguments: c.Arguments[min(2, len(c.Arguments)):]})
+	})
+	g.ctorConstruct = g.native("construct", g.vm.ToValue(0), func(c goja.FunctionCall) goja.Value {
+		return guard(c).construct(c.Argument(1).(*goja.Object), c.Arguments[min(2, len(c.Arguments)):])
+	})
+	return nil
+}
+
+// constructorProgram makes a constructor guard (guards.constructor).
+var constructorProgram = guardProgram("guards-constructor.js", `(function (orig, name, call, construct) {
+  'use strict'
+  // goja's typed array and buffer constructors read three arguments at
+  // most, an undefined one as an absent one. A small length needs no
+  // budget: goja's own constructor takes it at once (new orig makes the
+  // same object as new f: they share their prototype).
+  const f = function (a, b, c) {
+    if (new.target === undefined) return call(name, this, a, b, c)
+    if (new.target === f && typeof a === 'number' && a >= 0 && a <= 65536) return new orig(a)
+    return construct(name, new.target, a, b, c)
+  }
+  return f
+})`)
+
+// copyOwn gives to the own property key (a string or a symbol) of from,
+// with its attributes.
+func (g *guards) copyOwn(to, from *goja.Object, key goja.Value) error {
+	d, err := g.ownDesc(goja.Undefined(), from, key)
+	if err != nil {
+		return err
+	}
+	desc := d.(*goja.Object)
+	flag := func(name string) goja.Flag {
+		if desc.Get(name).ToBoolean() {
+			return goja.FLAG_TRUE
+		}
+		return goja.FLAG_FALSE
+	}
+	sym, isSym := key.(*goja.Symbol)
+	if v := desc.Get("value"); v != nil {
+		if isSym {
+			return to.DefineDataPropertySymbol(sym, v, flag("writable"), flag("enumerable"), flag("configurable"))
+		}
+		return to.DefineDataProperty(key.String(), v, flag("writable"), flag("enumerable"), flag("configurable"))
+	}
+	get, set := desc.Get("get"), desc.Get("set")
+	if isSym {
+		return to.DefineAccessorPropertySymbol(sym, get, set, flag("enumerable"), flag("configurable"))
+	}
+	return to.DefineAccessorProperty(key.String(), get, set, flag("enumerable"), flag("configurable"))
 }
 
 // toIndex is goja's ToIndex, with its RangeError.
