@@ -87,8 +87,12 @@ type guards struct {
 	ownSymbolsOf goja.Callable
 
 	objectProto, arrayProto, arrayCtor *goja.Object
-	// taLength is the getter of %TypedArray%.prototype.length.
-	taLength *goja.Object
+	// taLength is the getter of %TypedArray%.prototype.length (nil until
+	// the typed arrays are guarded); abCtor is goja's ArrayBuffer;
+	// typedInstalling is set while installTyped runs.
+	taLength        *goja.Object
+	abCtor          *goja.Object
+	typedInstalling bool
 
 	// thisString is goja's RequireObjectCoercible and ToString of a
 	// String method's receiver.
@@ -122,6 +126,12 @@ type guards struct {
 	// iterCalls counts the guarded iterator steps.
 	iterCalls int64
 
+	// pending are the guards of template methods goja has not built yet
+	// (guards_lazy.go); recording, set only while patchTemplates learns
+	// them, the template methods guarded.
+	pending   map[templateProp]func(goja.Value)
+	recording map[templateProp]bool
+
 	// joinStack holds the arrays whose join (or toLocaleString) is in
 	// progress in a guard, as goja's toStringStack does for its own: a
 	// cycle joins to the empty string.
@@ -140,9 +150,19 @@ func (s *session) installGuards() error {
 	if s.unguarded {
 		return nil
 	}
-	g := &guards{s: s, vm: s.vm, sources: map[*goja.Object]*goja.Object{},
-		loop: guardLoop >> guardsShift, slowLoop: guardSlowLoop >> guardsShift, dense: denseNative >> guardsShift,
-		strNative: stringNative >> guardsShift, strStride: stringStride >> guardsShift, shift: guardsShift}
+	g := &guards{s: s, vm: s.vm, sources: map[*goja.Object]*goja.Object{}}
+	s.guards = g
+	if lazyTemplates.ok {
+		g.register()
+	}
+	return g.install()
+}
+
+// install installs every guard, with the thresholds shifted by
+// guardsShift.
+func (g *guards) install() error {
+	g.loop, g.slowLoop, g.dense = guardLoop>>guardsShift, guardSlowLoop>>guardsShift, denseNative>>guardsShift
+	g.strNative, g.strStride, g.shift = stringNative>>guardsShift, stringStride>>guardsShift, guardsShift
 	if err := g.capture(); err != nil {
 		return err
 	}
@@ -165,12 +185,10 @@ func (s *session) installGuards() error {
 var (
 	// captureProgram lists the intrinsics capture reads.
 	captureProgram = guardProgram("guards-capture.js", `[function () {}, Reflect.has, Object.getOwnPropertyDescriptor, Array.isArray,
-  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get,
-  Reflect.get, function recurse() { return recurse() }, RangeError, Object.getOwnPropertySymbols]`)
-	// iteratorsProgram lists the prototypes of goja's built-in iterators
-	// but the RegExp string iterator's (guardMatchAll).
-	iteratorsProgram = guardProgram("guards-iterators.js", `[[][Symbol.iterator](), ''[Symbol.iterator](),
-  new Map()[Symbol.iterator](), new Set()[Symbol.iterator]()].map(Object.getPrototypeOf)`)
+  null, Reflect.get, function recurse() { return recurse() }, RangeError, Object.getOwnPropertySymbols]`)
+	// iteratorsProgram lists the prototypes of the array and string
+	// iterators.
+	iteratorsProgram = guardProgram("guards-iterators.js", `[[][Symbol.iterator](), ''[Symbol.iterator]()].map(Object.getPrototypeOf)`)
 )
 
 func guardProgram(name, src string) *goja.Program {
@@ -193,7 +211,6 @@ func (g *guards) capture() error {
 		return f
 	}
 	g.noop, g.reflectHas, g.ownDesc, g.isArray = fn(0), fn(1), fn(2), fn(3)
-	g.taLength = list.Get("4").(*goja.Object)
 	g.reflectGet, g.recurse = fn(5), fn(6)
 	g.rangeErrorCtor = list.Get("7")
 	g.ownSymbolsOf = fn(8)
@@ -281,7 +298,11 @@ func (g *guards) native(name string, length goja.Value, fn func(goja.FunctionCal
 }
 
 // contained is fn, with a Go runtime error inside it (a bug in a guard,
-// never the program's doing) ending the run instead of the process.
+// never the program's doing) ending the run instead of the process. It is
+// never inlined, so that every guard it makes runs the same code, which
+// tests recognise.
+//
+//go:noinline
 func (g *guards) contained(fn nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) (out goja.Value) {
 		defer func() {
@@ -308,6 +329,9 @@ type nativeFunc = func(goja.FunctionCall) goja.Value
 // known, a new function object with the same name, length and attributes
 // (writable, configurable, not enumerable) replaces it.
 func (g *guards) method(obj *goja.Object, name string, wrap func(orig nativeFunc) nativeFunc) error {
+	if g.deferMethod(obj, name, wrap) {
+		return nil
+	}
 	orig, ok := obj.Get(name).(*goja.Object)
 	if !ok {
 		return errNotBuiltin(name)

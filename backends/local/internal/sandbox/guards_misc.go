@@ -67,9 +67,11 @@ func (g *guards) installMisc() error {
 // destructuring, Array.from, new Set and Map, Promise.all and the other
 // iterating built-ins call it from one Go loop, so it looks at the
 // interrupt (every call, for a flag; every guardStride calls, the run's
-// context). The RegExp string iterator is guarded when
-// RegExp.prototype[Symbol.matchAll] first makes one: making one up front
-// would cost every prepared runtime a regular expression's compilation.
+// context). The Map and Set iterators are guarded when goja builds Map
+// or Set (deferGlobal), the RegExp string iterator when
+// RegExp.prototype[Symbol.matchAll] first makes one: making them up front
+// would cost every prepared runtime those families' objects and a regular
+// expression's compilation.
 func (g *guards) installIterators() error {
 	v, err := g.vm.RunProgram(iteratorsProgram)
 	if err != nil {
@@ -78,6 +80,22 @@ func (g *guards) installIterators() error {
 	protos := v.(*goja.Object)
 	for i := int64(0); i < lengthOf(protos); i++ {
 		if err := g.guardNext(protos.Get(key(i)).(*goja.Object)); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"Map", "Set"} {
+		err := g.deferGlobal(name, func(ctor *goja.Object) error {
+			o, err := g.vm.New(ctor)
+			if err != nil {
+				return err
+			}
+			it, err := g.callValue(o.GetSymbol(goja.SymIterator).(*goja.Object), o)
+			if err != nil {
+				return err
+			}
+			return g.guardNext(it.(*goja.Object).Prototype())
+		})
+		if err != nil {
 			return err
 		}
 	}

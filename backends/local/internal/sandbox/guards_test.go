@@ -513,6 +513,12 @@ func TestTypedGuardsKeepGojasResults(t *testing.T) {
 		`(() => { function F() {} F.prototype = null; const r = Reflect.construct(Float32Array, [2], F); return Object.getPrototypeOf(r) === Float32Array.prototype })()`,
 		// shape
 		`[Uint8Array.name, Uint8Array.length, Uint8Array.BYTES_PER_ELEMENT, Object.getOwnPropertyNames(Uint8Array), Reflect.ownKeys(Uint8Array).length, typeof Uint8Array, String(Uint8Array)]`,
+		// the globals the typed arrays and Map and Set are guarded behind
+		// (guards_lazy.go), first reached in every way
+		`(() => { const d = Object.getOwnPropertyDescriptor(globalThis, 'Uint8Array'); return [d.writable, d.enumerable, d.configurable, d.value === Uint8Array, d.value.name] })()`,
+		`(() => { const r = [typeof Int16Array, delete globalThis.Int32Array, typeof Int32Array, 'Int32Array' in globalThis]; Float32Array = 5; return [...r, Float32Array, new Float64Array(2).length] })()`,
+		`(() => { const d = Object.getOwnPropertyDescriptor(globalThis, 'Map'); return [d.writable, d.enumerable, d.configurable, d.value === Map, [...new Map([[1, 2]])], [...new Set('ab')]] })()`,
+		`(() => { Set = null; return [Set, Object.keys(globalThis).includes('Map'), Object.getOwnPropertyNames(globalThis).includes('Uint8Array')] })()`,
 		`[Object.getPrototypeOf(Uint8Array) === Object.getPrototypeOf(Int8Array), Uint8Array.prototype.constructor === Uint8Array, new Uint8Array(2) instanceof Uint8Array, Float64Array.from === Uint8Array.from]`,
 		`[ArrayBuffer.name, ArrayBuffer.length, Object.getOwnPropertyNames(ArrayBuffer), ArrayBuffer[Symbol.species] === ArrayBuffer, ArrayBuffer.prototype.constructor === ArrayBuffer, String(ArrayBuffer), ArrayBuffer.isView(new DataView(new ArrayBuffer(1)))]`,
 		`[JSON.stringify(Object.getOwnPropertyDescriptor(globalThis, 'Uint8Array')), JSON.stringify(Object.getOwnPropertyDescriptor(Uint8Array, 'prototype')), JSON.stringify(Object.getOwnPropertyDescriptor(Uint8Array.prototype, 'constructor'))]`,

@@ -30,6 +30,7 @@ type typedKind struct {
 	size      int64
 	ctor      *goja.Object // the original constructor
 	construct goja.Constructor
+	guard     *goja.Object // what stands in for it
 }
 
 // typedState is what the typed array guards share.
@@ -41,14 +42,61 @@ type typedState struct {
 	taBuffer, taByteOffset, taTag, taLen goja.Callable
 	// set, fill and reverse are %TypedArray%.prototype's own, for views.
 	set, fill, reverse nativeFunc
-	// abCtor is goja's ArrayBuffer.
-	abCtor *goja.Object
 }
 
 func (g *guards) installBuffers() error {
+	g.abCtor = g.global("ArrayBuffer")
+	if _, err := g.constructor("ArrayBuffer", g.abCtor, true, g.bufferConstructor); err != nil {
+		return err
+	}
+	// The typed arrays are guarded when goja first builds one of their
+	// constructors: nothing makes a typed array without reading one
+	// (the host's code reads them too), and building them all up front
+	// costs every prepared runtime most of the family's objects.
+	deferred := true
+	for _, k := range typedKinds {
+		name := k.name
+		deferred = g.deferBuild(g.vm.GlobalObject(), name, func(v goja.Value) {
+			ctor := functionOfProp(v)
+			if ctor == nil {
+				panic(errNotBuiltin(name))
+			}
+			if g.typedInstalling {
+				return // read by installTyped itself, which guards it
+			}
+			throwing(g.installTyped(name, ctor))
+			// goja is building the global name: its guard becomes its
+			// value here, since the global cannot be defined meanwhile.
+			setFunctionOfProp(v, g.typed.kinds[name].guard)
+		}) && deferred
+	}
+	if !deferred {
+		// Recording, or goja's layout not the one known: up front.
+		return g.installTyped("", nil)
+	}
+	return nil
+}
+
+// installTyped guards the typed array family: every constructor,
+// %TypedArray%.from and the methods of %TypedArray%.prototype. building
+// names the constructor goja is building (ctor), whose global the caller
+// sets; "" when none is.
+func (g *guards) installTyped(building string, ctor *goja.Object) error {
+	if g.typed != nil {
+		return nil
+	}
+	g.typedInstalling = true
+	defer func() { g.typedInstalling = false }()
 	ts := &typedState{kinds: map[string]*typedKind{}}
-	g.typed = ts
-	taProto := g.global("Uint8Array").Prototype().Get("prototype").(*goja.Object)
+	ctors := map[string]*goja.Object{}
+	for _, k := range typedKinds {
+		if k.name == building {
+			ctors[k.name] = ctor
+		} else {
+			ctors[k.name] = g.global(k.name)
+		}
+	}
+	taProto := ctors["Uint8Array"].Prototype().Get("prototype").(*goja.Object)
 	getter := func(name string) (goja.Callable, error) {
 		d, err := g.ownDesc(goja.Undefined(), taProto, g.vm.ToValue(name))
 		if err != nil {
@@ -64,6 +112,11 @@ func (g *guards) installBuffers() error {
 	if ts.taByteOffset, err = getter("byteOffset"); err != nil {
 		return err
 	}
+	lengthDesc, err := g.ownDesc(goja.Undefined(), taProto, g.vm.ToValue("length"))
+	if err != nil {
+		return err
+	}
+	g.taLength = lengthDesc.(*goja.Object).Get("get").(*goja.Object)
 	ts.taLen, _ = goja.AssertFunction(g.taLength)
 	tagDesc, err := g.ownDesc(goja.Undefined(), taProto, goja.SymToStringTag)
 	if err != nil {
@@ -73,22 +126,20 @@ func (g *guards) installBuffers() error {
 	ts.set, _ = taProto.Get("set").(*goja.Object).Export().(nativeFunc)
 	ts.fill, _ = taProto.Get("fill").(*goja.Object).Export().(nativeFunc)
 	ts.reverse, _ = taProto.Get("reverse").(*goja.Object).Export().(nativeFunc)
+	g.typed = ts
 	for _, k := range typedKinds {
-		ctor := g.global(k.name)
-		construct, ok := goja.AssertConstructor(ctor)
+		c := ctors[k.name]
+		construct, ok := goja.AssertConstructor(c)
 		if !ok {
 			return errNotBuiltin(k.name)
 		}
-		ts.kinds[k.name] = &typedKind{size: k.size, ctor: ctor, construct: construct}
-		if err := g.constructor(k.name, g.typedConstructor(k.name)); err != nil {
+		kind := &typedKind{size: k.size, ctor: c, construct: construct}
+		ts.kinds[k.name] = kind
+		if kind.guard, err = g.constructor(k.name, c, k.name != building, g.typedConstructor(k.name)); err != nil {
 			return err
 		}
 	}
-	ts.abCtor = g.global("ArrayBuffer")
-	if err := g.constructor("ArrayBuffer", g.bufferConstructor); err != nil {
-		return err
-	}
-	typedArray := g.global("Uint8Array").Prototype()
+	typedArray := ctors["Uint8Array"].Prototype()
 	if err := g.method(typedArray, "from", g.typedFrom); err != nil {
 		return err
 	}
@@ -137,49 +188,50 @@ func (g *guards) installBuffers() error {
 // trap (Reflect.construct's third argument) sees one read more. Its
 // properties are copied in Go: copied by JavaScript, they cost a prepared
 // runtime a quarter of a millisecond.
-func (g *guards) constructor(name string, construct func(newTarget *goja.Object, args []goja.Value) *goja.Object) error {
-	orig := g.global(name)
+func (g *guards) constructor(name string, orig *goja.Object, define bool, construct func(newTarget *goja.Object, args []goja.Value) *goja.Object) (*goja.Object, error) {
 	call, ok := orig.Export().(nativeFunc)
 	if !ok {
-		return errNotBuiltin(name)
+		return nil, errNotBuiltin(name)
 	}
 	if g.makeConstructor == nil {
 		if err := g.constructorMaker(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	g.constructors[name] = constructorGuard{call: call, construct: construct}
 	v, err := g.makeConstructor(goja.Undefined(), orig, g.vm.ToValue(name), g.ctorCall, g.ctorConstruct)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f := v.(*goja.Object)
 	for _, k := range orig.GetOwnPropertyNames() {
 		if err := g.copyOwn(f, orig, g.vm.ToValue(k)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	syms, err := g.ownSymbolsOf(goja.Undefined(), orig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, list := int64(0), syms.(*goja.Object); i < lengthOf(list); i++ {
 		if err := g.copyOwn(f, orig, list.Get(key(i))); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := f.SetPrototype(orig.Prototype()); err != nil {
-		return err
+		return nil, err
 	}
 	proto := orig.Get("prototype").(*goja.Object)
 	if err := proto.DefineDataProperty("constructor", f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-		return err
+		return nil, err
 	}
-	if err := g.vm.GlobalObject().DefineDataProperty(name, f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-		return err
+	if define {
+		if err := g.vm.GlobalObject().DefineDataProperty(name, f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+			return nil, err
+		}
 	}
 	g.sources[f] = orig
-	return nil
+	return f, nil
 }
 
 // constructorGuard is what a constructor guard calls in Go.
@@ -267,7 +319,7 @@ func (g *guards) bufferConstructor(newTarget *goja.Object, args []goja.Value) *g
 		g.reserve(n)
 		args = append([]goja.Value{g.vm.ToValue(n)}, args[1:]...)
 	}
-	construct, _ := goja.AssertConstructor(g.typed.abCtor)
+	construct, _ := goja.AssertConstructor(g.abCtor)
 	o, err := construct(newTarget, args...)
 	throwing(err)
 	return o

@@ -143,6 +143,9 @@ type session struct {
 	// unguarded leaves goja's built-ins unwrapped (guards.go), for tests
 	// that compare against them.
 	unguarded bool
+	// guards are its runtime's guards (nil: unguarded), kept here as long
+	// as the runtime: the patched templates find them by the runtime.
+	guards *guards
 }
 
 // prepare builds a fresh runtime with the whole sandbox scope installed:
