@@ -35,7 +35,6 @@ type memCharge struct {
 	old   int64 // live at the last correction
 	young int64 // allocated since
 	limit int64 // the run's memory limit in bytes
-	peak  int64 // the largest old+young seen, for the run's usage
 	mark  int64 // old at markGrowth
 }
 
@@ -64,7 +63,6 @@ func (l *memLedger) charge(run uint64, n int64) {
 	}
 	if c := l.runs[run]; c != nil {
 		c.young += n
-		c.peak = max(c.peak, c.old+c.young)
 		return
 	}
 	l.baseYoung += n
@@ -80,15 +78,6 @@ func (l *memLedger) adopt(run uint64, n int64) {
 	n = min(n, l.base)
 	l.base -= n
 	c.old += n
-	c.peak = max(c.peak, c.old+c.young)
-}
-
-// peakOf is the largest estimate run had.
-func (l *memLedger) peakOf(run uint64) int64 {
-	if c := l.runs[run]; c != nil {
-		return c.peak
-	}
-	return 0
 }
 
 // estimate is run's estimated memory: live at the last correction plus
