@@ -464,3 +464,43 @@ func TestFreeWorkerGoesToTheLeastServedTenant(t *testing.T) {
 		t.Fatalf("order %v, want %v", order, want)
 	}
 }
+
+// A worker full of runs that compute on keeps them all: each one past its
+// first few milliseconds holds an OS thread of its own, and a worker built
+// with cgo maps an 8 MiB stack for each thread, which its address-space
+// limit leaves room for (once it did not, and the Go runtime died with
+// every run on it).
+func TestAWorkerFullOfHogsKeepsThemAll(t *testing.T) {
+	const runs = 40
+	e := newPool(t, Options{PoolSize: 1, RunsPerWorker: runs, WorkerMemoryMB: 256, AddressSpaceHeadroomMB: 32, WorkerCommand: jsWorkerCommand(t)})
+	var wg sync.WaitGroup
+	results := make(chan string, runs)
+	for range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.Execute(testCtx(t), &protocol.ExecuteRequest{
+				Code:    "async () => { const end = Date.now() + 100; while (Date.now() < end) {} return 1 }",
+				Timeout: protocol.TimeoutOf(60000),
+			})
+			switch {
+			case err != nil:
+				results <- err.Error()
+			case res.HasError:
+				results <- res.Error
+			default:
+				results <- res.ResultJSON
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r != "1" {
+			t.Errorf("a run got %q", r)
+		}
+	}
+	if s := e.Stats(); s.WorkersStarted != 1 || s.WorkersCrashed+s.OutOfMemory != 0 {
+		t.Fatalf("the worker did not keep its runs: %+v", s)
+	}
+}
