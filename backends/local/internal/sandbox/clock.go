@@ -25,6 +25,7 @@ type runClock struct {
 	since   time.Time
 
 	timer    *time.Timer
+	disarmed bool // the run ended: nothing arms the timer again
 	expired  chan struct{}
 	once     sync.Once
 	onExpire func()
@@ -61,6 +62,11 @@ func (c *runClock) resume() {
 // armLocked sets the timer for what remains of the bound, or fires at once
 // when nothing does. c.mu is held and the clock runs.
 func (c *runClock) armLocked() {
+	if c.disarmed {
+		// A credit the meter gives after the run ended must not set the
+		// timer again: it would keep the run's runtime alive until then.
+		return
+	}
 	left := c.bound - c.spent - time.Since(c.since)
 	if left <= 0 {
 		c.fire()
@@ -130,6 +136,7 @@ func (c *runClock) firedLocked() bool {
 // whether it had already fired.
 func (c *runClock) disarm() (fired bool) {
 	c.mu.Lock()
+	c.disarmed = true
 	c.timer.Stop()
 	c.mu.Unlock()
 	fired = true

@@ -179,3 +179,16 @@ func TestOpenHostCallDoesNotOutliveRun(t *testing.T) {
 		t.Fatalf("%d goroutines after the run, %d before", n, before)
 	}
 }
+
+// A credit the meter gives after the run ended (its last piece is
+// accounted at the next step) does not set the clock's timer again: the
+// timer would keep the run's runtime alive until its bound.
+func TestClockCreditAfterDisarmArmsNothing(t *testing.T) {
+	c := newRunClock(time.Minute, false, func() {})
+	c.resume()
+	c.disarm()
+	c.Credit(time.Millisecond)
+	if c.timer.Stop() {
+		t.Fatal("a credit after the run ended armed the clock's timer again")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -337,4 +338,33 @@ func writeFrame(w io.Writer, m *wire.Message, max int) error {
 // readFrame decodes one frame; see wire.Reader.Read.
 func readFrame(r io.Reader, max int) (*wire.Message, error) {
 	return wire.NewReader(r).Read(max)
+}
+
+// A worker keeps nothing of the runs that ended: after many trivial runs
+// with a long bound, its live heap is what it was.
+func TestWorkerHoldsNothingOfRunsThatEnded(t *testing.T) {
+	w := startWorker(t, nil)
+	run := func(from, n int) {
+		for i := range n {
+			w.send(t, &wire.Message{Kind: wire.KindJob, Run: uint64(from + i), Job: &sandbox.Job{
+				Code: "async () => 1", TimeoutMs: 60000, MemoryLimitMB: 64, OutboundMode: protocol.OutboundDisabled,
+			}})
+			if res := w.recv(t); res.Kind != wire.KindResult || res.Result.HasError {
+				t.Fatalf("run %d: %+v", from+i, res.Result)
+			}
+		}
+	}
+	live := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	run(1, 50)
+	before := live()
+	run(100, 400)
+	if after := live(); after > before+8<<20 {
+		t.Fatalf("400 runs that ended left %d KB live (a runtime is about 150 KB)", (after-before)>>10)
+	}
 }
