@@ -374,24 +374,32 @@ func (m *meter) enter(ctx context.Context, run uint64, clock sandbox.Clock) *pie
 // leave ends piece p, on the goroutine that entered it. What p spent since
 // the last step is accounted at the next.
 func (m *meter) leave(p *piece) {
-	cpu := p.clk.read()
+	m.leaveOwn(p)
+}
+
+// leaveOwn is leave, and for a piece of the worker's own (run 0), whose
+// cost its caller keeps, accounts it at once and returns what it spent.
+func (m *meter) leaveOwn(p *piece) (cpu time.Duration, alloc int64) {
+	end := p.clk.read()
 	now := wire.MonoNow()
 	m.mu.Lock()
 	delete(m.pieces, p)
-	p.cpuEnd, p.end = cpu, now
+	p.cpuEnd, p.end = end, now
 	m.departed = append(m.departed, p)
 	if p.run != nil {
 		m.writeSlotLocked(p.run, nil)
 	}
-	if now-m.last.at >= int64(minStep) {
+	if p.run == nil || now-m.last.at >= int64(minStep) {
 		m.stepLocked(now)
 	}
+	cpu, alloc = p.cpu, p.alloc
 	m.unplace(p)
 	hog := p.hog
 	m.mu.Unlock()
 	if p.locked && !hog {
 		runtime.UnlockOSThread()
 	}
+	return cpu, alloc
 }
 
 // unplace gives p's place back, once. m.mu is held.

@@ -486,9 +486,9 @@ func (s *workerServer) refill() {
 	}
 	p := s.meter.enter(context.Background(), 0, nil)
 	rt := sandbox.Prepare()
-	s.meter.leave(p)
+	cpu, cost := s.meter.leaveOwn(p)
 	select {
-	case s.prepared <- preparedRuntime{rt: rt, cost: p.alloc, cpu: p.cpu}:
+	case s.prepared <- preparedRuntime{rt: rt, cost: cost, cpu: cpu}:
 	default: // another run filled it meanwhile: this one is garbage
 	}
 }
