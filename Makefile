@@ -19,8 +19,11 @@ PEERS   := e2e/peers
 
 all: build
 
+# Static (no cgo), as the release and the image: a cgo binary maps an 8 MiB
+# stack for each thread, and a worker holds a thread for each run computing
+# on, against its address-space limit (docs/local-executor.md).
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gateway
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gateway
 
 run: build
 	./$(BIN) serve --config config.example.yaml

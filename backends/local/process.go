@@ -71,14 +71,9 @@ const tableSpare = 8
 var workerEnvPassed = []string{"TZ", "ZONEINFO", "SSL_CERT_FILE", "SSL_CERT_DIR", "GODEBUG", "GOMAXPROCS"}
 
 // workerEnvironment is a worker's whole environment: the worker marker,
-// the runtime settings below, workerEnvPassed from the gateway's, then
-// Options.WorkerEnv.
+// workerEnvPassed from the gateway's, then Options.WorkerEnv.
 func workerEnvironment(extra []string) []string {
-	// MALLOC_ARENA_MAX: in a binary built with cgo, glibc would give
-	// threads that allocate at once malloc arenas of their own, 64 MiB of
-	// address space each, which RLIMIT_AS counts; Go code allocates on its
-	// own heap, so one arena serves. A binary without cgo ignores it.
-	env := []string{wire.WorkerEnv + "=" + wire.WorkerEnvValue, "GOTRACEBACK=single", "MALLOC_ARENA_MAX=1"}
+	env := []string{wire.WorkerEnv + "=" + wire.WorkerEnvValue, "GOTRACEBACK=single"}
 	for _, k := range workerEnvPassed {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)

@@ -13,7 +13,3 @@ func setAddressLimit(extra uint64) uint64 { return 0 }
 // claimStdout keeps the frame stream on stdout: descriptor juggling is
 // Linux-only here.
 func claimStdout() *os.File { return os.Stdout }
-
-// threadAddressSpace is what each thread reserves beyond the heap; only
-// Linux enforces RLIMIT_AS.
-func threadAddressSpace() uint64 { return 0 }

@@ -262,14 +262,6 @@ func (s *workerServer) returnMemory() {
 	}()
 }
 
-// maxThreads bounds the OS threads a worker runs: one per run it may host
-// (a hog keeps its own), the processors hogs add, the base processors,
-// and the runtime's own (sysmon, threads blocked in system calls, the
-// template thread).
-func maxThreads(table *wire.Table) int {
-	return table.Slots() + maxHogProcs + baseProcs() + 16
-}
-
 // A worker's GOGC, unless its environment sets one, follows its live heap
 // (gcPercentFor): every run allocates a fresh runtime while the live heap
 // holds only the runs in flight, so a worker with few runs would collect
@@ -347,7 +339,7 @@ func (s *workerServer) applyLimits(init wire.Init, table *wire.Table) wire.Ready
 	debug.SetMaxStack(int(min(uint64(init.MemoryLimitMB)<<20, workerMaxStackMB<<20)))
 	ready := wire.Ready{PID: os.Getpid()}
 	if init.AddressSpaceMB > 0 {
-		ready.RlimitAS = setAddressLimit(worker + uint64(init.AddressSpaceMB)<<20 + uint64(maxThreads(table))*threadAddressSpace())
+		ready.RlimitAS = setAddressLimit(worker + uint64(init.AddressSpaceMB)<<20)
 	}
 	if init.Confine {
 		// Last: the limits above take calls the filter refuses. A worker
