@@ -1496,17 +1496,13 @@ func (g *guards) arrayFrom(orig nativeFunc) nativeFunc {
 		if !ok {
 			return orig(call)
 		}
-		method, known := g.quietIterator(items)
-		if known && method {
+		iterate, stand, l, _ := g.fromItems(items)
+		if iterate {
 			return orig(call)
 		}
-		if !known {
-			if m := g.toMethod(items.GetSymbol(goja.SymIterator)); m != nil {
-				stand := g.iterableStandIn(items, m)
-				return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{stand, mapArg, call.Argument(2)}})
-			}
+		if stand != nil {
+			return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{stand, mapArg, call.Argument(2)}})
 		}
-		l := lengthOf(items)
 		if l < g.slowLoop {
 			stand := g.arrayLikeStandIn(items, l)
 			return orig(goja.FunctionCall{This: call.This, Arguments: []goja.Value{stand, mapArg, call.Argument(2)}})
@@ -1536,35 +1532,30 @@ func (g *guards) arrayFrom(orig nativeFunc) nativeFunc {
 	}
 }
 
-// quietIterator reports whether o has a Symbol.iterator method, when the
-// lookup runs nothing (known): no Proxy on the chain, and the property,
-// where found, a data property.
-func (g *guards) quietIterator(o *goja.Object) (method, known bool) {
-	for p := o; p != nil; p = p.Prototype() {
-		if isProxy(p) {
-			return false, false
-		}
-		if !g.hasOwnSymbol(p, goja.SymIterator) {
-			continue
-		}
-		d, err := g.ownDesc(goja.Undefined(), p, goja.SymIterator)
-		if err != nil {
-			return false, false
-		}
-		desc := d.(*goja.Object)
-		for _, f := range desc.Keys() {
-			if f == "value" {
-				v := desc.Get("value")
-				if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
-					return false, true
-				}
-				_, isFn := callable(v)
-				return isFn, isFn
-			}
-		}
-		return false, false
+// fromItems reads of items what goja's Array.from and %TypedArray%.from
+// read before they build: GetMethod(items, @@iterator), then, without one,
+// its length. iterate: a method was found without running code, and goja
+// may take items as they are. standIn: reading the method ran code and
+// found one, so goja must take its iterator from the stand-in instead of
+// reading the method again. Otherwise n is its length, quiet when reading
+// that ran no code either (goja may then read items itself).
+func (g *guards) fromItems(items *goja.Object) (iterate bool, standIn *goja.Object, n int64, quiet bool) {
+	method, known := g.quietSymbol(items, goja.SymIterator)
+	if known && method {
+		return true, nil, 0, false
 	}
-	return false, true
+	if !known {
+		if m := g.toMethod(items.GetSymbol(goja.SymIterator)); m != nil {
+			return false, g.iterableStandIn(items, m), 0, false
+		}
+	}
+	if known {
+		n, quiet = g.quietLength(items)
+	}
+	if !quiet {
+		n = lengthOf(items)
+	}
+	return false, nil, n, quiet
 }
 
 // arrayLikeView is the array-like goja's Array.from reads in place of one

@@ -353,22 +353,12 @@ func (g *guards) typedConstructor(name string) func(*goja.Object, []goja.Value) 
 			return construct(args...)
 		}
 		// goja's typedArrayFrom over obj: an iterator, else an array-like.
-		method, known := g.quietIterator(obj)
-		if known && method {
+		iterate, stand, n, quiet := g.fromItems(obj)
+		if iterate {
 			return construct(args...)
 		}
-		if !known {
-			if m := g.toMethod(obj.GetSymbol(goja.SymIterator)); m != nil {
-				return construct(g.iterableStandIn(obj, m))
-			}
-		}
-		var n int64
-		quiet := false
-		if known {
-			n, quiet = g.quietLength(obj)
-		}
-		if !quiet {
-			n = lengthOf(obj)
+		if stand != nil {
+			return construct(stand)
 		}
 		g.reserve(n * kind.size)
 		if n < g.loop {
@@ -493,22 +483,12 @@ func (g *guards) typedFrom(orig nativeFunc) nativeFunc {
 		if !isObj || !srcObj {
 			return orig(call)
 		}
-		method, known := g.quietIterator(source)
-		if known && method {
+		iterate, stand, n, quiet := g.fromItems(source)
+		if iterate {
 			return orig(call)
 		}
-		if !known {
-			if m := g.toMethod(source.GetSymbol(goja.SymIterator)); m != nil {
-				return orig(goja.FunctionCall{This: c, Arguments: []goja.Value{g.iterableStandIn(source, m), mapArg, call.Argument(2)}})
-			}
-		}
-		var n int64
-		quiet := false
-		if known {
-			n, quiet = g.quietLength(source)
-		}
-		if !quiet {
-			n = lengthOf(source)
+		if stand != nil {
+			return orig(goja.FunctionCall{This: c, Arguments: []goja.Value{stand, mapArg, call.Argument(2)}})
 		}
 		if n < g.loop {
 			if quiet {
