@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -38,6 +40,46 @@ func niceOf(t *testing.T, pid int) int {
 		lowest = min(lowest, n)
 	}
 	return lowest
+}
+
+// autogroupNice is the nice value of the session group of process pid,
+// from /proc/PID/autogroup ("/autogroup-N nice V"); false where the kernel
+// has no such groups.
+func autogroupNice(t *testing.T, pid int) (int, bool) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/autogroup")
+	if err != nil {
+		return 0, false
+	}
+	f := bytes.Fields(b)
+	if len(f) != 3 || string(f[1]) != "nice" {
+		t.Fatalf("/proc/%d/autogroup reads %q", pid, b)
+	}
+	n, err := strconv.Atoi(string(f[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, true
+}
+
+// A worker leads a session of its own, so that where the kernel shares
+// the CPU between sessions its runs weigh as one process, not as part of
+// the gateway's session (processGroupAttr).
+func TestWorkersLeadSessionsOfTheirOwn(t *testing.T) {
+	e := newScripted(t, Options{MaxWorkers: 2, MinWorkers: 2})
+	waitWarm(t, e, 2)
+	own, err := unix.Getsid(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidFor(t, e, "t")
+	sid, err := unix.Getsid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sid != pid || sid == own {
+		t.Fatalf("worker %d is in session %d (the test's is %d), want a session it leads", pid, sid, own)
+	}
 }
 
 // spinPids runs n CPU-bound scripted runs of tenant t at once and returns
@@ -81,6 +123,13 @@ func TestBorrowingIsForTheDefaultShareOnly(t *testing.T) {
 	}
 	if a, b := niceOf(t, pids[0]), niceOf(t, pids[1]); a != 0 || b != borrowedNice {
 		t.Fatalf("nice values %d and %d, want the share's at 0 and the borrowed one at %d", a, b, borrowedNice)
+	}
+	// Where the kernel groups CPU time by session, the borrowed worker's
+	// group yields as its threads do.
+	if a, ok := autogroupNice(t, pids[0]); ok {
+		if b, _ := autogroupNice(t, pids[1]); a != 0 || b != borrowedNice {
+			t.Fatalf("session groups' nice values %d and %d, want the share's at 0 and the borrowed one at %d", a, b, borrowedNice)
+		}
 	}
 
 	shared := newScripted(t, Options{MaxWorkers: 4, MinWorkers: 2})

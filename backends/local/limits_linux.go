@@ -16,10 +16,23 @@ func readRSS(pid int) (uint64, bool) {
 	return wire.ReadStatm("/proc/"+strconv.Itoa(pid)+"/statm", 1)
 }
 
-// processGroupAttr starts a worker in a process group of its own, as cred
-// when it is not nil.
+// processGroupAttr starts a worker as the leader of a session of its own
+// (and so of a process group of its own), as cred when it is not nil.
+//
+// The session matters to the scheduler: where the kernel groups CPU time
+// by session (autogroup, the default of desktop and many server kernels
+// outside a cpu cgroup), each group competes with the others as one, and
+// the nice values of its threads count only inside it. In the gateway's
+// session a worker's spinning runs would make the gateway's whole group
+// heavy against every other session on the machine: with 8 spinners on 2
+// CPUs, a client in another session waited up to seconds for the CPU to
+// send its next message (measured on Linux 6.18 in e2e's step e; the same
+// client in the gateway's session, or the workers in sessions of their
+// own, waits milliseconds). In a session of its own a worker is one group
+// among the machine's, which is what a worker is meant to be: its
+// tenant's CPU slot.
 func processGroupAttr(cred workerCred) *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	return &syscall.SysProcAttr{Setsid: true, Credential: cred}
 }
 
 // workerCred is the user a root gateway starts workers as.
@@ -46,9 +59,13 @@ const confineSupported = true
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 
 // lowerPriority raises the nice value of every thread of the process group
-// led by pid; threads it starts later inherit it.
+// led by pid, which threads it starts later inherit, and of the session
+// group pid leads where the kernel groups by session: the threads' nice
+// values count only inside that group. Where there is no such group the
+// file is absent or ignored.
 func lowerPriority(pid, nice int) {
 	_ = syscall.Setpriority(syscall.PRIO_PGRP, pid, nice)
+	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/autogroup", []byte(strconv.Itoa(nice)), 0)
 }
 
 // lowerThread raises the nice value of thread tid of process pid to nice,

@@ -100,7 +100,8 @@ func spawn(o *Options) (*process, error) {
 	if f := table.ExtraFile(); f != nil {
 		cmd.ExtraFiles = []*os.File{f} // descriptor wire.TableFD in the worker
 	}
-	// Its own process group, so a kill reaches anything it started and no
+	// Its own session and process group (processGroupAttr says why the
+	// session), so a kill reaches anything it started and no
 	// descendant keeps the pipes open after it.
 	cmd.SysProcAttr = processGroupAttr(o.cred)
 	stdin, err := cmd.StdinPipe()
