@@ -209,6 +209,58 @@ func TestSingleStatementBombsEndOnlyTheirRun(t *testing.T) {
 	}
 }
 
+// Programs that grow one value by doubling it — each step a single
+// allocation twice the last, copied into fresh memory — end with the
+// memory text, and their siblings parked beside them, one holding 100 MB
+// honestly, complete with their values. Each copy runs in Go code no
+// interrupt reaches, and a collection waits for it: the meter must end
+// the run by the allocation itself, at once, before the next doubling.
+// The worker may be replaced after a bomb's last copy (the parent's kill
+// of a run that stays in Go code past its memory deadline), but only once
+// the siblings were given their drain.
+func TestDoublingBombsEndOnlyTheirRun(t *testing.T) {
+	for _, bomb := range []string{
+		"async () => { let s = 'x'; while (true) s += s }",
+		"async () => { let s = 'xy'; for (;;) s = s + s + 'z' }",
+		"async () => { let a = [1]; while (true) a = a.concat(a) }",
+	} {
+		t.Run(bomb, func(t *testing.T) {
+			e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, Shares: oneSlotEach, WorkerCommand: jsWorkerCommand(t)})
+			g := newGatedTool()
+			holder := parkedRequest(g, 0)
+			holder.Code = "async () => { const b = new Uint8Array(100 << 20).fill(7); const n = await t.wait(0); return n + b[12345] }"
+			holder.Timeout = protocol.TimeoutOf(60000)
+			siblings := []*protocol.ExecuteRequest{holder, parkedRequest(g, 1), parkedRequest(g, 2)}
+			want := []string{"7", "2", "3"}
+			results := make([]chan *protocol.ExecuteResult, len(siblings))
+			for i, req := range siblings {
+				results[i] = make(chan *protocol.ExecuteResult, 1)
+				go func() {
+					res, err := e.ExecuteWith(testCtx(t), req, tenantT)
+					if err != nil {
+						t.Error(err)
+					}
+					results[i] <- res
+				}()
+			}
+			testutil.WaitFor(t, 30*time.Second, func() bool { return g.count() == len(siblings) }, "the siblings to park")
+			res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: bomb, Timeout: protocol.TimeoutOf(30000)}, tenantT)
+			if memory := protocol.NewMemoryLimitError(128).Error(); err != nil || res.Error != memory {
+				t.Fatalf("%+v, %v; want the memory text", res, err)
+			}
+			close(g.release)
+			for i := range siblings {
+				if res := <-results[i]; res == nil || res.HasError || res.ResultJSON != want[i] {
+					t.Fatalf("sibling %d: %+v, want %s", i, res, want[i])
+				}
+			}
+			if s := e.Stats(); s.WorkersCrashed+s.OutOfMemory != 0 {
+				t.Fatalf("the bomb took its siblings' process down: %+v", s)
+			}
+		})
+	}
+}
+
 // A sibling spinning in JavaScript does not hold back another run's tool
 // answer: the answered run completes while the spinner still spins (it
 // meets its own timeout later), on the same worker.

@@ -734,7 +734,10 @@ func (g *guards) quietSpreadable(o *goja.Object) (spreadable, known bool) {
 	return o.ClassName() == "Array", true
 }
 
-// concatAppend is goja's arrayproto_concat_append.
+// concatAppend is goja's arrayproto_concat_append. The result grows an
+// element at a time, so it asks the budget as it grows: a run doubling an
+// array with concat grows a fresh one each time, which a collection
+// running meanwhile would count as garbage allocated during its mark.
 func (g *guards) concatAppend(a *goja.Object, item goja.Value) {
 	n := lengthOf(a)
 	if obj, ok := item.(*goja.Object); ok && g.spreadable(obj) {
@@ -742,10 +745,14 @@ func (g *guards) concatAppend(a *goja.Object, item goja.Value) {
 		if n+length >= maxSafeInt {
 			panic(g.vm.NewTypeError("Invalid array length"))
 		}
+		defined := int64(0)
 		for i := int64(0); i < length; i++ {
 			g.tick(i)
 			if v := obj.Get(key(i)); v != nil {
 				define(a, n, v)
+				if defined++; defined%guardStride == 0 {
+					g.grant(guardStride*valueBytes, (n+1)*valueBytes)
+				}
 			}
 			n++
 		}

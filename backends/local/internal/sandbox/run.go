@@ -239,7 +239,14 @@ func (s *session) run(parent context.Context, job Job, host Host) (*protocol.Exe
 
 	s.clock = clock
 	stopCancel := context.AfterFunc(parent, func() { s.interrupt(interruptCancel{}) })
+	ih, _ := host.(InterruptHost)
+	if ih != nil {
+		ih.SetInterrupt(func() { s.interrupt(interruptCancel{}) })
+	}
 	s.release = func() {
+		if ih != nil {
+			ih.SetInterrupt(nil)
+		}
 		stopCancel()
 		clock.disarm()
 		cancel()

@@ -55,6 +55,17 @@ type AsyncHost interface {
 	DispatchAsync(ctx context.Context, provider, tool, argsJSON string, done func(string, error))
 }
 
+// InterruptHost is a Host that may stop the run from another goroutine at
+// once: Run gives it a function that interrupts the runtime, and takes it
+// back (nil) as the run ends. Cancelling the run's context interrupts it
+// too, but from a goroutine of the context's, which a collection stopping
+// the world keeps from running while the program starts its next huge
+// allocation.
+type InterruptHost interface {
+	Host
+	SetInterrupt(func())
+}
+
 // Run executes job and returns its result envelope. Declared failures and
 // user errors are inside the envelope. Cancelling ctx interrupts the run; if
 // context.Cause(ctx) is an error of the protocol package (a MemoryLimitError

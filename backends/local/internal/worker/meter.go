@@ -40,6 +40,13 @@ const (
 	// every start and end would read every thread's clock thousands of
 	// times a second).
 	minStep = 50 * time.Microsecond
+	// memoryStopGrace is how long a run cancelled for its memory has to
+	// reach its next instruction before the parent's kill grace starts:
+	// its last allocation may be a copy of hundreds of MB into fresh
+	// memory (a string doubling itself: 0.3–1 s for 192 MB on a VM whose
+	// page faults are dear). The parent's RSS poll bounds what it takes
+	// meanwhile.
+	memoryStopGrace = 2 * time.Second
 	// confirmEvery spaces the collections that confirm an estimate past a
 	// limit: an estimate counts garbage, and a worker near its memory must
 	// not collect on every step.
@@ -105,8 +112,15 @@ type meter struct {
 	carry     time.Duration // CPU spent while no piece ran, for the next ones
 	cycles    uint64
 	confirmed int64 // when a collection last confirmed an estimate (MonoNow)
-	timer     *time.Timer
-	armed     bool
+	// confirming: a confirmation is collecting, off the lock; collected
+	// is how long the last one's collection took; settles counts those
+	// that ended, and settled is signalled as each does.
+	confirming bool
+	collected  time.Duration
+	settles    uint64
+	settled    *sync.Cond
+	timer      *time.Timer
+	armed      bool
 	// tuneGC: the worker's GC percentage follows its live heap
 	// (gcPercentFor), set at gcPercent.
 	tuneGC    bool
@@ -136,6 +150,7 @@ type meteredRun struct {
 	limitMB   int
 	bound     time.Duration // the run's timeout, for the table's clock
 	cancel    context.CancelCauseFunc
+	interrupt func()        // stops its runtime at once; nil: none running
 	overLimit bool          // cancelled with the memory text
 	cpu       time.Duration // CPU charged to it
 	hogTid    int           // the thread its hog goroutine is locked to; 0: none
@@ -183,6 +198,7 @@ func newMeter(table *wire.Table, base int64, baseProcs int) *meter {
 		procs:     make(chan int, 1),
 		places:    make(chan struct{}, shortPlaces),
 	}
+	m.settled = sync.NewCond(&m.mu)
 	for i := table.Slots() - 1; i >= 0; i-- {
 		m.freeSlots = append(m.freeSlots, i)
 	}
@@ -227,6 +243,9 @@ func (m *meter) remove(run uint64) int64 {
 	if r.slot >= 0 {
 		m.table.Write(r.slot, wire.Slot{})
 		m.freeSlots = append(m.freeSlots, r.slot)
+		// A piece still in flight must not write the slot: another run
+		// may have it next.
+		r.slot = -1
 	}
 	delete(m.runs, run)
 	m.ledger.end(run)
@@ -288,28 +307,51 @@ func (m *meter) chargeByNameLocked(run uint64, n int64) {
 }
 
 // reserve is asked before run allocates n bytes in one step (a built-in's
-// result): past its limit with them, once a collection has confirmed what
-// it holds, the run is cancelled with the memory text and reserve reports
-// false. Nothing is charged here: the allocation, when it comes, is.
+// result): past its limit with them, once a collection since the ask has
+// confirmed what it holds, the run is cancelled with the memory text and
+// reserve reports false. Nothing is charged here: the allocation, when it
+// comes, is. While it waits for the confirmation the run allocates nothing
+// more, so the collection sees it as it is.
 func (m *meter) reserve(run uint64, n int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := m.runs[run]
-	if r == nil {
-		return true
-	}
-	limit := int64(r.limitMB) << 20
-	if !r.overLimit && m.ledger.estimate(run)+n > limit && n <= limit {
-		// The estimate counts garbage until a collection says otherwise.
-		m.confirmLocked()
-	}
-	if r.overLimit || m.ledger.estimate(run)+n > limit {
-		if !r.overLimit {
-			m.cancelLocked(r)
+	asked := m.settles
+	for {
+		r := m.runs[run]
+		if r == nil {
+			return true
 		}
-		return false
+		if r.overLimit {
+			return false
+		}
+		limit := int64(r.limitMB) << 20
+		if m.ledger.estimate(run)+n <= limit {
+			return true
+		}
+		// The estimate counts garbage until a collection says otherwise.
+		if n > limit || m.settles != asked {
+			m.cancelLocked(r)
+			return false
+		}
+		// The confirmation runs on a goroutine of its own, so that a
+		// cancel wakes the run at once: a run held past its memory
+		// deadline, even in a collection, costs its worker.
+		if !m.confirming {
+			if wait := time.Duration(m.confirmed + int64(m.confirmSpacingLocked()) - wire.MonoNow()); wait > 0 {
+				time.AfterFunc(wait, m.wake)
+			} else {
+				m.confirmAsyncLocked()
+			}
+		}
+		m.settled.Wait()
 	}
-	return true
+}
+
+// wake wakes the reservations waiting for a confirmation.
+func (m *meter) wake() {
+	m.mu.Lock()
+	m.settled.Broadcast()
+	m.mu.Unlock()
 }
 
 // enter starts a piece of work of run (0: the worker's own) under clock
@@ -462,14 +504,9 @@ func (m *meter) stepLocked(now int64) {
 		m.ledger.correct(int64(small), int64(large))
 		m.retuneGC(h.live)
 	}
-	if r := biggest.run; r != nil && !r.overLimit && largest > uint64(r.limitMB)<<20 && biggest.charged >= int64(largest)/16*15 {
-		// One allocation larger than the whole limit, charged to one run
-		// (all but what was charged to it by name meanwhile): past the
-		// limit as it is made, whatever a collection would find later.
-		m.cancelLocked(r)
-	}
-	if (len(m.overAndLive()) > 0 || m.pastWorkerLine()) && now-m.confirmed >= int64(confirmEvery) {
-		m.confirmLocked()
+	m.cancelHugeLocked(largest, biggest)
+	if (len(m.overAndLive()) > 0 || m.pastWorkerLine()) && now-m.confirmed >= int64(m.confirmSpacingLocked()) && !m.confirming {
+		m.confirmAsyncLocked()
 	}
 	for p := range m.pieces {
 		if p.run != nil {
@@ -482,6 +519,22 @@ func (m *meter) stepLocked(now int64) {
 		}
 	}
 	m.departed = m.departed[:0]
+}
+
+// cancelHugeLocked cancels the run a step charged one allocation of its
+// whole limit or more (all of it but what was charged to it by name
+// meanwhile): with its runtime beside it the run is past its limit as the
+// allocation is made, whatever a collection would find later. A step
+// inside a confirmation counts too: a program that doubles a string
+// allocates the next copy while the collection runs, which discounts what
+// was allocated meanwhile. The earlier the better: each copy goes into
+// fresh memory, and a collection starting meanwhile stops every run of the
+// worker until the copy ends (0.2 s for 128 MB, seconds for 1 GB on a VM
+// whose page faults are dear). m.mu is held.
+func (m *meter) cancelHugeLocked(largest uint64, biggest stepCharge) {
+	if r := biggest.run; r != nil && !r.overLimit && largest >= uint64(r.limitMB)<<20 && biggest.charged >= int64(largest)/16*15 {
+		m.cancelLocked(r)
+	}
 }
 
 // inFlightLocked reports whether a piece of r is in flight. m.mu is held.
@@ -579,6 +632,15 @@ func (m *meter) attributeHeapLocked(all []*piece, kind int, n int64, sum time.Du
 		m.explicit[kind] = 0
 	}
 	if sum == 0 {
+		// No thread clock moved, yet the heap grew. A huge allocation can
+		// show in the heap's counts a step before its thread's CPU does
+		// (the allocation is counted, then the copy into it runs long):
+		// with one run's piece in flight, the growth is that run's. Else
+		// the worker allocated it itself.
+		if p := soleRunPiece(all); p != nil {
+			m.chargePieceLocked(p, kind, n)
+			return stepCharge{run: p.run, charged: n}
+		}
 		m.chargeKindLocked(0, kind, n)
 		return biggest
 	}
@@ -631,6 +693,22 @@ func (m *meter) attributeHeapLocked(all []*piece, kind int, n int64, sum time.Du
 // rateWeight is how much one step in which a run ran alone moves its
 // learned rate of allocation.
 const rateWeight = 0.3
+
+// soleRunPiece is the one piece of a run still in flight among all, or
+// nil when there is none or more than one.
+func soleRunPiece(all []*piece) *piece {
+	var only *piece
+	for _, p := range all {
+		if p.end != 0 || p.run == nil {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = p
+	}
+	return only
+}
 
 // chargePieceLocked charges n bytes of one kind to p's run, or to the
 // worker's own for a piece of its own. m.mu is held.
@@ -727,14 +805,53 @@ func (m *meter) setProcs() {
 	}
 }
 
-// confirmLocked collects, so that the estimates past a limit are checked
-// against what is live, and cancels the runs still past theirs, and the
-// run that grew the most lately if the worker is past its line. m.mu is
-// held.
-func (m *meter) confirmLocked() {
+// A confirmation collects, so that the estimates past a limit are checked
+// against what is live, then cancels the runs still past theirs, and the
+// run that grew the most lately if the worker is past its line. The
+// collection runs with m.mu free: it waits for every thread to reach a
+// safe point, and a run copying hundreds of MB in one call (a string
+// doubling itself) held one for 0.5–9 s; meanwhile the meter's steps go
+// on, so that the run's next allocation of its whole limit still ends it,
+// and its siblings' pieces start and end. One runs at a time, and they
+// take at most about half the worker's time.
+
+// confirmSpacingLocked is the least time between two confirmations: the
+// last collection's length, at least confirmEvery. m.mu is held.
+func (m *meter) confirmSpacingLocked() time.Duration {
+	return max(confirmEvery, m.collected)
+}
+
+// confirmAsyncLocked starts a confirmation on a goroutine of its own.
+// m.mu is held.
+func (m *meter) confirmAsyncLocked() {
+	m.confirming = true
+	go func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.collectLocked()
+	}()
+}
+
+// collectLocked is a confirmation, begun by confirmAsyncLocked. m.mu is
+// held on entry and on return, and free while it collects.
+func (m *meter) collectLocked() {
 	before := m.last.heap
+	m.mu.Unlock()
+	start := time.Now()
 	runtime.GC()
-	h, _, _ := m.accountLocked(wire.MonoNow())
+	took := time.Since(start)
+	m.mu.Lock()
+	m.confirming, m.collected = false, took
+	m.settleLocked(before)
+	m.settles++
+	m.settled.Broadcast()
+}
+
+// settleLocked acts on a collection that began at heap reading before.
+// m.mu is held.
+func (m *meter) settleLocked(before heapReading) {
+	h, largest, biggest := m.accountLocked(wire.MonoNow())
+	m.cancelHugeLocked(largest, biggest)
 	m.confirmed = m.last.at
 	m.cycles = h.cycles
 	// What the programs allocated while the collection marked is counted
@@ -803,16 +920,31 @@ func (m *meter) retuneGC(live uint64) {
 	}
 }
 
+// setInterrupt keeps what stops run's runtime at its next instruction
+// (nil: nothing any more).
+func (m *meter) setInterrupt(run uint64, f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[run]; r != nil {
+		r.interrupt = f
+	}
+}
+
 // cancelLocked ends run r with the memory text. m.mu is held.
 func (m *meter) cancelLocked(r *meteredRun) {
+	m.settled.Broadcast() // a reservation of r waiting for a confirmation
 	r.overLimit = true
 	r.cancel(protocol.NewMemoryLimitError(r.limitMB))
-	now := wire.MonoNow()
+	if r.interrupt != nil {
+		// Now, not from the context's goroutine: see sandbox.InterruptHost.
+		r.interrupt()
+	}
+	stop := wire.MonoNow() + int64(memoryStopGrace)
 	for p := range m.pieces {
 		if p.run == r {
-			// Its deadline is now: past the grace the parent stops the
+			// Past this deadline and the kill grace the parent stops the
 			// process if Go code the interrupt cannot reach keeps it here.
-			p.deadline, p.bound = now, wire.BoundMemory
+			p.deadline, p.bound = stop, wire.BoundMemory
 			m.writeSlotLocked(r, p)
 		}
 	}

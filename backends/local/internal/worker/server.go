@@ -57,10 +57,11 @@ type workerServer struct {
 	wmu sync.Mutex   // one frame at a time on out
 	out *wire.Writer // guarded by wmu
 
-	run       RunFunc // nil: the sandbox
-	limitMB   int     // a run's memory limit unless its job sets a lower one
-	meter     *meter
-	returning atomic.Bool // returnMemory is at work
+	run         RunFunc // nil: the sandbox
+	limitMB     int     // a run's memory limit unless its job sets a lower one
+	meter       *meter
+	returning   atomic.Bool // returnMemory is at work
+	returnAgain atomic.Bool // returnMemory was asked since its last pass began
 
 	mu     sync.Mutex
 	nextID uint64
@@ -234,15 +235,16 @@ func (s *workerServer) find(id uint64) *hostedRun {
 	return s.runs[id]
 }
 
-// forgetRun drops a run whose last frame is about to go out.
-func (s *workerServer) forgetRun(r *hostedRun) {
+// forgetRun drops a run whose last frame is about to go out, and reports
+// whether it left the heap large enough that its pages should go back to
+// the system once the run's goroutine is done with them (returnMemory).
+func (s *workerServer) forgetRun(r *hostedRun) (large bool) {
 	s.mu.Lock()
 	delete(s.runs, r.id)
 	s.mu.Unlock()
-	if s.meter.remove(r.id) >= returnMemoryAfter {
-		s.returnMemory()
-	}
+	large = s.meter.remove(r.id) >= returnMemoryAfter
 	r.cancel(nil)
+	return large
 }
 
 // returnMemoryAfter: a run that ends holding this much has left the heap
@@ -251,14 +253,25 @@ func (s *workerServer) forgetRun(r *hostedRun) {
 const returnMemoryAfter = 64 << 20
 
 // returnMemory gives the heap's free pages back to the system once the
-// runs that ended are collected, on a goroutine of its own; one at a time.
+// runs that ended are collected, on a goroutine of its own; one at a time,
+// and once more after the current pass when asked meanwhile (a run's heap
+// may still be in use at its answer, and free only when its last piece
+// ends).
 func (s *workerServer) returnMemory() {
+	s.returnAgain.Store(true)
 	if !s.returning.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
-		defer s.returning.Store(false)
-		debug.FreeOSMemory()
+		for {
+			for s.returnAgain.Swap(false) {
+				debug.FreeOSMemory()
+			}
+			s.returning.Store(false)
+			if !s.returnAgain.Load() || !s.returning.CompareAndSwap(false, true) {
+				return
+			}
+		}
 	}()
 }
 
@@ -372,7 +385,9 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		go s.refill()
 		s.serveRetained(r, kept, ans)
 		host.finish()
-		s.forgetRun(r)
+		if s.forgetRun(r) {
+			s.returnMemory()
+		}
 		return
 	}
 	ans.OverLimit = s.meter.overLimit(r.id)
@@ -383,7 +398,7 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 		ans.Result = overLimitResult(res, cause)
 	}
 	host.finish()
-	s.forgetRun(r)
+	large := s.forgetRun(r)
 	// A failed write means the parent is gone; the read loop sees stdin
 	// end and exits.
 	if err != nil {
@@ -392,6 +407,12 @@ func (s *workerServer) runJob(ctx context.Context, r *hostedRun, job sandbox.Job
 	}
 	_ = s.send(ans)
 	s.refill()
+	if large {
+		// Here, not as the run is forgotten: until this goroutine is done
+		// the run's runtime is still reachable from it, and a collection
+		// then returned nothing of a bomb's 300 MB.
+		s.returnMemory()
+	}
 }
 
 // overLimitResult is res, whose program returned, failed with the memory
@@ -627,6 +648,10 @@ type pendingCall struct {
 // workerHost is the sandbox's Host inside a worker for one run: every call
 // crosses the pipe to the parent, which calls the request's functions, and
 // the run's pieces of work are metered through it.
+// SetInterrupt implements sandbox.InterruptHost: the meter stops the run
+// with it as it cancels it for its memory.
+func (h *workerHost) SetInterrupt(f func()) { h.s.meter.setInterrupt(h.run, f) }
+
 type workerHost struct {
 	s     *workerServer
 	run   uint64
