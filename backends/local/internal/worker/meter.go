@@ -113,14 +113,16 @@ type meter struct {
 	cycles    uint64
 	confirmed int64 // when a collection last confirmed an estimate (MonoNow)
 	// confirming: a confirmation is collecting, off the lock; collected
-	// is how long the last one's collection took; settles counts those
-	// that ended, and settled is signalled as each does.
-	confirming bool
-	collected  time.Duration
-	settles    uint64
-	settled    *sync.Cond
-	timer      *time.Timer
-	armed      bool
+	// is how long the last one's collection took; starts counts those
+	// begun, settledStart is the count of the last that ended, and
+	// settled is signalled as each does.
+	confirming   bool
+	collected    time.Duration
+	starts       uint64
+	settledStart uint64
+	settled      *sync.Cond
+	timer        *time.Timer
+	armed        bool
 	// tuneGC: the worker's GC percentage follows its live heap
 	// (gcPercentFor), set at gcPercent.
 	tuneGC    bool
@@ -307,15 +309,15 @@ func (m *meter) chargeByNameLocked(run uint64, n int64) {
 }
 
 // reserve is asked before run allocates n bytes in one step (a built-in's
-// result): past its limit with them, once a collection since the ask has
-// confirmed what it holds, the run is cancelled with the memory text and
+// result): past its limit with them, once a collection begun since the ask
+// has confirmed what it holds, the run is cancelled with the memory text and
 // reserve reports false. Nothing is charged here: the allocation, when it
 // comes, is. While it waits for the confirmation the run allocates nothing
 // more, so the collection sees it as it is.
 func (m *meter) reserve(run uint64, n int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	asked := m.settles
+	asked := m.starts
 	for {
 		r := m.runs[run]
 		if r == nil {
@@ -329,21 +331,24 @@ func (m *meter) reserve(run uint64, n int64) bool {
 			return true
 		}
 		// The estimate counts garbage until a collection says otherwise.
-		if n > limit || m.settles != asked {
+		if n > limit || m.settledStart > asked {
 			m.cancelLocked(r)
 			return false
 		}
-		// The confirmation runs on a goroutine of its own, so that a
-		// cancel wakes the run at once: a run held past its memory
-		// deadline, even in a collection, costs its worker.
+		// A confirmation beside a hog runs on a goroutine of its own, and
+		// a cancel wakes the run waiting for it at once: a run held past
+		// its memory deadline, even in a collection, costs its worker.
 		if !m.confirming {
 			if wait := time.Duration(m.confirmed + int64(m.confirmSpacingLocked()) - wire.MonoNow()); wait > 0 {
 				time.AfterFunc(wait, m.wake)
-			} else {
-				m.confirmAsyncLocked()
+				m.settled.Wait()
+				continue
 			}
+			m.confirmLocked()
 		}
-		m.settled.Wait()
+		if m.confirming {
+			m.settled.Wait()
+		}
 	}
 }
 
@@ -506,7 +511,7 @@ func (m *meter) stepLocked(now int64) {
 	}
 	m.cancelHugeLocked(largest, biggest)
 	if (len(m.overAndLive()) > 0 || m.pastWorkerLine()) && now-m.confirmed >= int64(m.confirmSpacingLocked()) && !m.confirming {
-		m.confirmAsyncLocked()
+		m.confirmLocked()
 	}
 	for p := range m.pieces {
 		if p.run != nil {
@@ -807,13 +812,13 @@ func (m *meter) setProcs() {
 
 // A confirmation collects, so that the estimates past a limit are checked
 // against what is live, then cancels the runs still past theirs, and the
-// run that grew the most lately if the worker is past its line. The
-// collection runs with m.mu free: it waits for every thread to reach a
-// safe point, and a run copying hundreds of MB in one call (a string
-// doubling itself) held one for 0.5–9 s; meanwhile the meter's steps go
-// on, so that the run's next allocation of its whole limit still ends it,
-// and its siblings' pieces start and end. One runs at a time, and they
-// take at most about half the worker's time.
+// run that grew the most lately if the worker is past its line. Beside a
+// hog the collection runs with m.mu free: it waits for every thread to
+// reach a safe point, and a run copying hundreds of MB in one call (a
+// string doubling itself) held one for 0.5–9 s; meanwhile the meter's
+// steps go on, so that the run's next allocation of its whole limit still
+// ends it, and its siblings' pieces start and end. One runs at a time,
+// and they take at most about half the worker's time.
 
 // confirmSpacingLocked is the least time between two confirmations: the
 // last collection's length, at least confirmEvery. m.mu is held.
@@ -821,29 +826,52 @@ func (m *meter) confirmSpacingLocked() time.Duration {
 	return max(confirmEvery, m.collected)
 }
 
-// confirmAsyncLocked starts a confirmation on a goroutine of its own.
-// m.mu is held.
-func (m *meter) confirmAsyncLocked() {
+// confirmLocked confirms: at once, with m.mu held, unless a run past its
+// limit has a hog in flight, so that no piece starts meanwhile and the
+// collection sees the heap as it is (runs that each keep a mebibyte every
+// few milliseconds passed the worker's line unseen when pieces went on
+// during it); else on a goroutine of its own, with m.mu free while it
+// collects. m.mu is held.
+func (m *meter) confirmLocked() {
 	m.confirming = true
+	m.starts++
+	if !m.overHogInFlightLocked() {
+		before := m.last.heap
+		start := time.Now()
+		runtime.GC()
+		m.settleCollectedLocked(before, time.Since(start))
+		return
+	}
 	go func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		m.collectLocked()
+		before := m.last.heap
+		m.mu.Unlock()
+		start := time.Now()
+		runtime.GC()
+		took := time.Since(start)
+		m.mu.Lock()
+		m.settleCollectedLocked(before, took)
 	}()
 }
 
-// collectLocked is a confirmation, begun by confirmAsyncLocked. m.mu is
-// held on entry and on return, and free while it collects.
-func (m *meter) collectLocked() {
-	before := m.last.heap
-	m.mu.Unlock()
-	start := time.Now()
-	runtime.GC()
-	took := time.Since(start)
-	m.mu.Lock()
+// overHogInFlightLocked reports whether a piece in flight is a hog of a
+// run estimated past its limit. m.mu is held.
+func (m *meter) overHogInFlightLocked() bool {
+	for p := range m.pieces {
+		if r := p.run; r != nil && (p.hog || p.spent > hogSlice) && m.ledger.estimate(r.id) > int64(r.limitMB)<<20 {
+			return true
+		}
+	}
+	return false
+}
+
+// settleCollectedLocked ends a confirmation whose collection began at
+// heap reading before and took took. m.mu is held.
+func (m *meter) settleCollectedLocked(before heapReading, took time.Duration) {
 	m.confirming, m.collected = false, took
 	m.settleLocked(before)
-	m.settles++
+	m.settledStart = m.starts
 	m.settled.Broadcast()
 }
 
