@@ -2,6 +2,7 @@ package local
 
 import (
 	"errors"
+	"math"
 	"os"
 	"strconv"
 	"syscall"
@@ -119,4 +120,25 @@ func allowedCPUs() []int {
 		}
 	}
 	return cpus
+}
+
+// closeOnExec marks every descriptor of this process from 3 up
+// close-on-exec before a worker starts, so that the worker holds exactly
+// what it is given. Go opens its own descriptors that way; those the
+// gateway inherited (a pipe or /dev/null its supervisor left open) it
+// does not, and every worker would hold them.
+func closeOnExec() {
+	if unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11: one at a time.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }

@@ -28,3 +28,5 @@ func lowerThread(pid, tid, nice int) {}
 func pinProcess(pid, cpu int) bool { return false }
 
 func allowedCPUs() []int { return nil }
+
+func closeOnExec() {}

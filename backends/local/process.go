@@ -104,6 +104,7 @@ func spawn(o *Options) (*process, error) {
 	// session), so a kill reaches anything it started and no
 	// descendant keeps the pipes open after it.
 	cmd.SysProcAttr = processGroupAttr(o.cred)
+	closeOnExec()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
@@ -39,4 +41,32 @@ func claimStdout() *os.File {
 		return os.Stdout
 	}
 	return os.NewFile(uintptr(fd), "frames")
+}
+
+// closeInherited closes every descriptor the worker did not get on
+// purpose: its pipes (0, 1, 2) and its run table (wire.TableFD) stay, and
+// so do the Go runtime's own (its poller's, the cgroup files it reads its
+// CPU quota from). The parent marks its descriptors close-on-exec before
+// it starts a worker; this holds where something it inherited slipped
+// through, so that code escaping the sandbox finds nothing of the
+// gateway's to read or write.
+func closeInherited() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 || fd == wire.TableFD {
+			continue
+		}
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // the directory ReadDir read, closed since
+		}
+		if strings.HasPrefix(target, "anon_inode:") || strings.HasPrefix(target, "/sys/fs/cgroup/") {
+			continue
+		}
+		syscall.Close(fd)
+	}
 }

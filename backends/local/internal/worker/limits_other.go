@@ -13,3 +13,5 @@ func setAddressLimit(extra uint64) uint64 { return 0 }
 // claimStdout keeps the frame stream on stdout: descriptor juggling is
 // Linux-only here.
 func claimStdout() *os.File { return os.Stdout }
+
+func closeInherited() {}

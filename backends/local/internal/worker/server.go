@@ -43,6 +43,7 @@ func ServeIfRequested(run RunFunc) {
 	if os.Getenv(wire.WorkerEnv) != wire.WorkerEnvValue {
 		return
 	}
+	closeInherited()
 	in, out := os.Stdin, claimStdout()
 	os.Exit(serveWorkerWith(in, out, run, wire.OpenTable()))
 }
