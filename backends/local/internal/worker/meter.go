@@ -47,6 +47,10 @@ const (
 	// page faults are dear). The parent's RSS poll bounds what it takes
 	// meanwhile.
 	memoryStopGrace = 2 * time.Second
+	// reserveWait bounds how long a built-in's reservation waits for a
+	// confirmation: a run blocked there is still executing to the parent,
+	// whose kill grace (500 ms by default) must not pass meanwhile.
+	reserveWait = 250 * time.Millisecond
 	// confirmEvery spaces the collections that confirm an estimate past a
 	// limit: an estimate counts garbage, and a worker near its memory must
 	// not collect on every step.
@@ -317,7 +321,7 @@ func (m *meter) chargeByNameLocked(run uint64, n int64) {
 func (m *meter) reserve(run uint64, n int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	asked := m.starts
+	asked, giveUp := m.starts, wire.MonoNow()+int64(reserveWait)
 	for {
 		r := m.runs[run]
 		if r == nil {
@@ -330,25 +334,30 @@ func (m *meter) reserve(run uint64, n int64) bool {
 		if m.ledger.estimate(run)+n <= limit {
 			return true
 		}
-		// The estimate counts garbage until a collection says otherwise.
-		if n > limit || m.settledStart > asked {
+		// The estimate counts garbage until a collection says otherwise;
+		// one that does not come within reserveWait leaves it standing.
+		now := wire.MonoNow()
+		if n > limit || m.settledStart > asked || now >= giveUp {
 			m.cancelLocked(r)
 			return false
 		}
 		// A confirmation beside a hog runs on a goroutine of its own, and
 		// a cancel wakes the run waiting for it at once: a run held past
 		// its memory deadline, even in a collection, costs its worker.
+		wait := time.Duration(giveUp - now)
 		if !m.confirming {
-			if wait := time.Duration(m.confirmed + int64(m.confirmSpacingLocked()) - wire.MonoNow()); wait > 0 {
-				time.AfterFunc(wait, m.wake)
-				m.settled.Wait()
-				continue
+			spacing := time.Duration(m.confirmed + int64(m.confirmSpacingLocked()) - now)
+			if spacing <= 0 {
+				if m.confirmLocked(); !m.confirming {
+					continue // it settled here
+				}
+			} else {
+				wait = min(wait, spacing)
 			}
-			m.confirmLocked()
 		}
-		if m.confirming {
-			m.settled.Wait()
-		}
+		t := time.AfterFunc(wait, m.wake)
+		m.settled.Wait()
+		t.Stop()
 	}
 }
 
