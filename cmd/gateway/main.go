@@ -34,6 +34,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version", "-version", "--version":
+		fs := newFlagSet("version", "Print the gateway's version, the Go release and platform it was built for,\nand the executor protocol version it speaks.")
+		if code, done := parseFlags(fs, args[1:], stdout, stderr); done {
+			return code
+		}
 		fmt.Fprint(stdout, versionLine())
 		return 0
 	case "serve":

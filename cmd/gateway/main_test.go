@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,14 +149,58 @@ func TestRunProgram(t *testing.T) {
 // `serve --executor-server -h` says what the executor server is, then
 // lists its flags, --admin-listen among them.
 func TestExecutorServerHelp(t *testing.T) {
-	code, _, errOut := runCmd("serve", "--executor-server", "-h")
-	head, flags, ok := strings.Cut(errOut, "\nflags:\n")
-	if code != 2 || !ok || head+"\nflags:\n" != executorServerUsage {
-		t.Fatalf("-h: %d\n%s", code, errOut)
+	code, out, errOut := runCmd("serve", "--executor-server", "-h")
+	head, flags, ok := strings.Cut(out, "\nflags:\n")
+	if code != 0 || errOut != "" || !ok || head != "usage: gateway serve --executor-server [flags]\n\n"+executorServerAbout+"\n" {
+		t.Fatalf("-h: %d\n%s%s", code, out, errOut)
 	}
 	want := "  -admin-listen string\n    \taddress of the admin listener (/healthz, /readyz, /metrics); keep it off the callers' network (default: none)"
 	if first := strings.SplitN(flags, "\n", 3); len(first) < 2 || first[0]+"\n"+first[1] != want {
 		t.Fatalf("the first flag listed is not --admin-listen:\n%s", flags)
+	}
+	for _, line := range []string{
+		"  -key-hash hash\n    \tthe hash of an API key (printed by gateway hash-key) a caller must present as Authorization: Bearer <key>; repeatable\n",
+		"  -executor-server\n    \tserve ExecutorApi on the local backend instead of a gateway configuration (this command)\n",
+	} {
+		if strings.Count(flags, line) != 1 {
+			t.Errorf("the flags do not list, once:\n%s\nin:\n%s", line, flags)
+		}
+	}
+}
+
+// Every subcommand's -h and --help print its usage on standard output,
+// beginning "usage: gateway <sub>", with a paragraph of what it does, and
+// exit 0; a flag it does not know prints the same on standard error after
+// the complaint, and exits 2.
+func TestEverySubcommandHelps(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		synopsis string
+	}{
+		{[]string{"serve"}, "serve [--config FILE] [flags]"},
+		{[]string{"serve", "--executor-server"}, "serve --executor-server [flags]"},
+		{[]string{"check-config"}, "check-config [--config FILE]"},
+		{[]string{"reload"}, "reload [--config FILE | --admin ADDRESS] [flags]"},
+		{[]string{"hash-key"}, "hash-key [--new] < KEY"},
+		{[]string{"run"}, `run [flags] FILE     (FILE "-" reads standard input)`},
+		{[]string{"version"}, "version"},
+	} {
+		for _, h := range []string{"-h", "--help"} {
+			code, out, errOut := runCmd(append(slices.Clone(c.args), h)...)
+			head, about, ok := strings.Cut(out, "\n\n")
+			if code != 0 || errOut != "" || !ok || head != "usage: gateway "+c.synopsis || len(about) < 40 {
+				t.Errorf("%q %s: exit %d\nstdout:\n%s\nstderr:\n%s", c.args, h, code, out, errOut)
+			}
+		}
+		code, out, errOut := runCmd(append(slices.Clone(c.args), "--no-such-flag")...)
+		complaint, usage, _ := strings.Cut(errOut, "\n")
+		if code != 2 || out != "" || complaint != "flag provided but not defined: -no-such-flag" || !strings.HasPrefix(usage, "usage: gateway "+c.synopsis+"\n") {
+			t.Errorf("%q with a bad flag: exit %d\nstdout:\n%s\nstderr:\n%s", c.args, code, out, errOut)
+		}
+	}
+	// serve -h names the executor server.
+	if _, out, _ := runCmd("serve", "-h"); !strings.Contains(out, "gateway serve --executor-server serves one ExecutorApi") {
+		t.Errorf("serve -h does not name --executor-server:\n%s", out)
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -21,14 +20,17 @@ import (
 // is --token-env, else, with the listener from the file, its
 // admin.tokenEnv.
 func reload(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gateway reload", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("reload [--config FILE | --admin ADDRESS] [flags]", `Make a running gateway re-read its configuration file, as SIGHUP does,
+through its admin listener: --admin, else admin.listen of --config. The
+bearer token is read from the variable --token-env names, else from
+admin.tokenEnv of --config. The exit status is 0 once the gateway reports
+the new configuration applied.`)
 	cfgPath := fs.String("config", "config.yaml", "the configuration file of the gateway to reload: its admin.listen is the address")
 	admin := fs.String("admin", "", "the gateway's admin listener, host:port or a URL; overrides the configuration's")
 	tokenEnv := fs.String("token-env", "", "the environment variable holding the admin listener's bearer token (default: admin.tokenEnv of --config, unless --admin is given)")
 	caFile := fs.String("ca", "", "a PEM file of certificates to trust for an https admin listener, beside the system's (a self-signed admin.tls certificate, say)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	client, err := reloadClient(*caFile)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,20 +22,10 @@ import (
 // as a gateway would run it, with the result on stdout and the console on
 // stderr. For trying a model's program, or a module map, by hand.
 func runProgram(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gateway run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: gateway run [flags] FILE     (FILE "-" reads standard input)
-
-Runs one program (an async arrow, optionally after import lines) in a worker
+	fs := newFlagSet(`run [flags] FILE     (FILE "-" reads standard input)`, `Runs one program (an async arrow, optionally after import lines) in a worker
 process of the local backend. The result's JSON text goes to standard output,
 console lines and the run's error to standard error. Exit status: 0 when the
-run settled, 1 when its envelope carries an error, 2 for bad usage.
-
-flags:
-`)
-		fs.PrintDefaults()
-	}
+run settled, 1 when its envelope carries an error, 2 for bad usage.`)
 	timeout := fs.Int64("timeout-ms", 0, "the run's bound in ms (default: the contract's 30000)")
 	memory := fs.Int("memory-mb", 0, "the run's memory limit in MB (default 128)")
 	outbound := fs.String("outbound", "native", "where fetch goes: native (the network, private addresses denied) or disabled")
@@ -44,8 +33,8 @@ flags:
 	toolsFile := fs.String("tools", "", `a JSON file {"provider": {"tool": result, …}, …}: declares those providers and answers every call of a tool with its result`)
 	var modules moduleFlags
 	fs.Var(&modules, "module", "a module-map entry NAME=PATH (kind from the extension: .js/.mjs js, .cjs cjs, .json json, .txt text, anything else data); repeatable")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,13 +42,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			return serveExecutor(args, stdout, stderr)
 		}
 	}
-	fs := flag.NewFlagSet("gateway serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve [--config FILE] [flags]", `Serve the gateway a configuration file describes: its listeners, tenants,
+routes and backends. SIGHUP (or gateway reload) re-reads the file; SIGINT or
+SIGTERM fails readiness, then stops, giving open requests their drain.
+gateway serve --executor-server serves one ExecutorApi on the embedded local
+backend instead, without a configuration file (serve --executor-server -h).`)
 	cfgPath := fs.String("config", "config.yaml", "the configuration file")
 	listen := fs.String("listen", "", "override the configuration's listen address (port 0 picks a free one)")
 	admin := fs.String("admin-listen", "", "override the configuration's admin listen address")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
@@ -226,11 +228,12 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 // checkConfig runs `gateway check-config`: it loads and validates a file
 // and reports every problem with its line, without serving anything.
 func checkConfig(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gateway check-config", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("check-config [--config FILE]", `Load and validate a configuration file without serving anything: every
+problem is reported with its line, and the exit status is 1 when there is
+one, 0 when the file is ready to serve.`)
 	cfgPath := fs.String("config", "config.yaml", "the configuration file")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	if _, err := config.Load(*cfgPath); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -240,35 +243,26 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// executorServerUsage opens `gateway serve --executor-server -h`.
-const executorServerUsage = `usage: gateway serve --executor-server [flags]
-
-Serve the executor contract's ExecutorApi on one WebSocket route, running
+// executorServerAbout is what `gateway serve --executor-server -h` says
+// the command does.
+const executorServerAbout = `Serve the executor contract's ExecutorApi on one WebSocket route, running
 programs on the embedded local backend: what a gateway's remote backend
 group connects to. Every caller is one tenant to it; the gateway in front
 applies the tenants' policies and shares. With --admin-listen it serves
 /healthz, /readyz and /metrics on a listener of their own, and it logs
 one line per execution. SIGINT or SIGTERM fails readiness, then stops,
-giving open requests up to ten seconds.
-
-flags:
-`
+giving open requests up to ten seconds.`
 
 // serveExecutor runs `gateway serve --executor-server`: the contract's
 // ExecutorApi on one WebSocket route, served by the embedded local backend.
 // It is what a gateway's remote backend group connects to.
 func serveExecutor(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gateway serve --executor-server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), executorServerUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("serve --executor-server [flags]", executorServerAbout)
 	listen := fs.String("listen", "127.0.0.1:8787", "address to listen on (port 0 picks a free one)")
 	path := fs.String("path", "/", "the route that serves ExecutorApi")
 	admin := fs.String("admin-listen", "", "address of the admin listener (/healthz, /readyz, /metrics); keep it off the callers' network (default: none)")
 	var hashes keyHashes
-	fs.Var(&hashes, "key-hash", "an API key hash (from `gateway hash-key`) a caller must present as `Authorization: Bearer <key>`; repeatable")
+	fs.Var(&hashes, "key-hash", "the `hash` of an API key (printed by gateway hash-key) a caller must present as Authorization: Bearer <key>; repeatable")
 	noAuth := fs.Bool("insecure-no-auth", false, "serve without credentials on a non-loopback address (never do this on a shared network)")
 	maxWorkers := fs.Int("max-workers", 0, "the ceiling of worker processes; each hosts many executions and runs one at a time (default: four per CPU)")
 	pool := fs.Int("pool-size", 0, "the old name of --max-workers")
@@ -281,10 +275,10 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	wireMemory := fs.Int64("wire-memory-mb", 1024, "what every connection together may hold for its caller (calls outstanding, results not released) in MB; past it the connection holding the most is aborted")
 	workerUser := fs.String("worker-user", "", "who worker processes run as when this runs as root: a user name or uid:gid (default 65534:65534, nobody)")
 	noSeccomp := fs.Bool("disable-seccomp", false, "start worker processes without their system-call filter (a kernel without seccomp)")
-	fs.Bool("executor-server", true, "serve ExecutorApi on the local backend instead of a gateway configuration")
+	fs.Bool("executor-server", false, "serve ExecutorApi on the local backend instead of a gateway configuration (this command)")
 	tracing := fs.Bool("tracing", false, "export OpenTelemetry traces over OTLP/HTTP, configured by the standard OTEL_* environment variables")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
@@ -415,11 +409,13 @@ func isLoopback(addr string) bool {
 // (or makes a new one with --new) and prints the hash to put in the
 // configuration. The key itself is printed only when it was just made.
 func hashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gateway hash-key", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("hash-key [--new] < KEY", `Read an API key on standard input and print the hash to put in a tenant's
+keys (or in --key-hash of serve --executor-server). With --new it makes a
+fresh random key instead and prints the key with its hash; only then is the
+key printed.`)
 	fresh := fs.Bool("new", false, "make a new random key and print it with its hash")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	var key string
 	if *fresh {
