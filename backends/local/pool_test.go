@@ -483,8 +483,12 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 func TestIdleWorkerDeathIsHealed(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1})
 	pid := pidOf(t, e)
+	started := e.Stats().WorkersStarted
 	syscall.Kill(pid, syscall.SIGKILL)
 	testutil.WaitFor(t, 10*time.Second, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }, "worker %d to exit", pid)
+	// The process is reaped a moment before the pool hears of it: wait
+	// for the pool to start the worker that replaces it.
+	testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().WorkersStarted > started }, "a worker to replace %d", pid)
 	if got := pidOf(t, e); got == pid {
 		t.Fatalf("the dead worker %d served", pid)
 	}
