@@ -819,49 +819,52 @@ func (m *meter) setProcs() {
 	}
 }
 
-// A confirmation collects, so that the estimates past a limit are checked
-// against what is live, then cancels the runs still past theirs, and the
-// run that grew the most lately if the worker is past its line. Beside a
-// hog the collection runs with m.mu free: it waits for every thread to
-// reach a safe point, and a run copying hundreds of MB in one call (a
-// string doubling itself) held one for 0.5–9 s; meanwhile the meter's
-// steps go on, so that the run's next allocation of its whole limit still
-// ends it, and its siblings' pieces start and end. One runs at a time,
-// and they take at most about half the worker's time.
-
 // confirmSpacingLocked is the least time between two confirmations: the
 // last collection's length, at least confirmEvery. m.mu is held.
 func (m *meter) confirmSpacingLocked() time.Duration {
 	return max(confirmEvery, m.collected)
 }
 
-// confirmLocked confirms: at once, with m.mu held, unless a run past its
-// limit has a hog in flight, so that no piece starts meanwhile and the
-// collection sees the heap as it is (runs that each keep a mebibyte every
-// few milliseconds passed the worker's line unseen when pieces went on
-// during it); else on a goroutine of its own, with m.mu free while it
-// collects. m.mu is held.
+// confirmLocked collects, so that the estimates past a limit are checked
+// against what is live, then cancels the runs still past theirs, and the
+// run that grew the most lately if the worker is past its line. One runs
+// at a time, and they take at most about half the worker's time
+// (confirmSpacingLocked).
+//
+// It collects at once, with m.mu held, so that no piece starts meanwhile
+// and the collection sees the heap as it is (runs that each keep a
+// mebibyte every few milliseconds passed the worker's line unseen when
+// pieces went on during it). But while a run past its limit has a hog in
+// flight it collects on a goroutine of its own, with m.mu free: the
+// collection waits for every thread to reach a safe point, and a run
+// copying hundreds of MB in one call (a string doubling itself) held one
+// for 0.5–9 s; meanwhile the steps go on, so that the run's next
+// allocation of its whole limit still ends it, and its siblings' pieces
+// start and end. m.mu is held.
 func (m *meter) confirmLocked() {
 	m.confirming = true
 	m.starts++
 	if !m.overHogInFlightLocked() {
 		before := m.last.heap
-		start := time.Now()
-		runtime.GC()
-		m.settleCollectedLocked(before, time.Since(start))
+		m.settleCollectedLocked(before, collect())
 		return
 	}
 	go func() {
 		m.mu.Lock()
-		defer m.mu.Unlock()
 		before := m.last.heap
 		m.mu.Unlock()
-		start := time.Now()
-		runtime.GC()
-		took := time.Since(start)
+		took := collect()
 		m.mu.Lock()
+		defer m.mu.Unlock()
 		m.settleCollectedLocked(before, took)
 	}()
+}
+
+// collect runs a whole collection and reports how long it took.
+func collect() time.Duration {
+	start := time.Now()
+	runtime.GC()
+	return time.Since(start)
 }
 
 // overHogInFlightLocked reports whether a piece in flight is a hog of a

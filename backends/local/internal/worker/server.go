@@ -254,10 +254,9 @@ func (s *workerServer) forgetRun(r *hostedRun) (large bool) {
 const returnMemoryAfter = 64 << 20
 
 // returnMemory gives the heap's free pages back to the system once the
-// runs that ended are collected, on a goroutine of its own; one at a time,
-// and once more after the current pass when asked meanwhile (a run's heap
-// may still be in use at its answer, and free only when its last piece
-// ends).
+// runs that ended are collected, on a goroutine of its own; one pass at a
+// time, and one more after it when asked meanwhile (another large run
+// ended while the pass collected: its pages were not free yet).
 func (s *workerServer) returnMemory() {
 	s.returnAgain.Store(true)
 	if !s.returning.CompareAndSwap(false, true) {
@@ -649,10 +648,6 @@ type pendingCall struct {
 // workerHost is the sandbox's Host inside a worker for one run: every call
 // crosses the pipe to the parent, which calls the request's functions, and
 // the run's pieces of work are metered through it.
-// SetInterrupt implements sandbox.InterruptHost: the meter stops the run
-// with it as it cancels it for its memory.
-func (h *workerHost) SetInterrupt(f func()) { h.s.meter.setInterrupt(h.run, f) }
-
 type workerHost struct {
 	s     *workerServer
 	run   uint64
@@ -660,6 +655,10 @@ type workerHost struct {
 	mu    sync.Mutex
 	done  bool
 }
+
+// SetInterrupt implements sandbox.InterruptHost: the meter stops the run
+// with it as it cancels it for its memory.
+func (h *workerHost) SetInterrupt(f func()) { h.s.meter.setInterrupt(h.run, f) }
 
 var _ sandbox.Gate = (*workerHost)(nil)
 
