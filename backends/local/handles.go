@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,9 +22,9 @@ type held struct {
 	e  *Executor
 	r  *run
 
-	invokes chan *heldCall // unbuffered: waiting callers queue in arrival order
-	closeCh chan struct{}  // CloseHandles asks the holder to end
-	done    chan struct{}  // closed once the session is gone and its place freed
+	line    callLine      // callers waiting for their turn, in arrival order
+	closeCh chan struct{} // CloseHandles asks the holder to end
+	done    chan struct{} // closed once the session is gone and its place freed
 
 	// The worker's watcher talks to the holder through these.
 	cur     atomic.Uint64      // the id of the invocation at the worker; 0: none
@@ -67,7 +68,7 @@ func (e *Executor) hold(r *run, res *protocol.ExecuteResult) bool {
 	}
 	h := &held{
 		id: id, e: e, r: r,
-		invokes: make(chan *heldCall),
+		line:    callLine{ready: make(chan struct{}, 1), waiting: &e.stats.invocationsWaiting},
 		closeCh: make(chan struct{}),
 		done:    make(chan struct{}),
 		answers: make(chan *wire.Message, 1),
@@ -133,23 +134,81 @@ func (e *Executor) InvokeHandle(ctx context.Context, executionID, handle string,
 		return none, protocol.NewHandleNotFoundError(executionID, handle, []string{sandbox.HandleFetch})
 	}
 	c := &heldCall{req: req, reply: make(chan heldAnswer, 1)}
-	e.stats.invocationsWaiting.Add(1)
-	select {
-	case h.invokes <- c:
-		e.stats.invocationsWaiting.Add(-1)
-	case <-h.done:
-		e.stats.invocationsWaiting.Add(-1)
-		return none, h.closedError()
-	case <-ctx.Done():
-		e.stats.invocationsWaiting.Add(-1)
-		return none, context.Cause(ctx)
-	}
+	h.line.join(c)
 	select {
 	case a := <-c.reply:
 		return a.resp, a.err
+	case <-h.done:
+		// The holder answers a call it took before it ends.
+		select {
+		case a := <-c.reply:
+			return a.resp, a.err
+		default:
+		}
+		h.line.leave(c)
+		return none, h.closedError()
 	case <-ctx.Done():
-		// The invocation keeps its place; its answer is dropped.
+		// A call still in line leaves it; one the holder took keeps its
+		// place, and its answer is dropped.
+		h.line.leave(c)
 		return none, context.Cause(ctx)
+	}
+}
+
+// callLine is the queue of a retained execution's callers: the holder
+// takes them one at a time in the order they joined.
+type callLine struct {
+	mu      sync.Mutex
+	calls   []*heldCall
+	ready   chan struct{} // buffered (1): the line may have a call
+	waiting *atomic.Int64 // the executor's gauge of callers in line
+}
+
+// join puts c at the end of the line.
+func (l *callLine) join(c *heldCall) {
+	l.mu.Lock()
+	l.calls = append(l.calls, c)
+	l.waiting.Add(1)
+	l.mu.Unlock()
+	l.signal()
+}
+
+// signal tells the holder the line may have a call.
+func (l *callLine) signal() {
+	select {
+	case l.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take removes and returns the first call, or nil when the line is empty;
+// it signals again when calls remain.
+func (l *callLine) take() *heldCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.calls) == 0 {
+		return nil
+	}
+	c := l.calls[0]
+	l.calls[0] = nil
+	l.calls = l.calls[1:]
+	l.waiting.Add(-1)
+	if len(l.calls) > 0 {
+		l.signal()
+	}
+	return c
+}
+
+// leave removes c from the line if it is still there.
+func (l *callLine) leave(c *heldCall) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, x := range l.calls {
+		if x == c {
+			l.calls = append(l.calls[:i], l.calls[i+1:]...)
+			l.waiting.Add(-1)
+			return
+		}
 	}
 }
 
@@ -262,7 +321,11 @@ func (h *held) run() {
 	var seq uint64
 	for {
 		select {
-		case c := <-h.invokes:
+		case <-h.line.ready:
+			c := h.line.take()
+			if c == nil {
+				continue
+			}
 			idle.Stop()
 			seq++
 			h.cur.Store(seq)
