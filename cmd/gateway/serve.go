@@ -207,11 +207,15 @@ func announce(stdout io.Writer, format, what, url string) {
 	fmt.Fprintf(stdout, "%s %s\n", what, url)
 }
 
-// newServer is the HTTP server of a listener: headers within ten seconds,
-// a connection idle between requests closed after idle, and, on a
-// connlimit listener, handlers able to mark a connection authenticated.
+// newServer is the HTTP server of a listener: headers within ten seconds
+// and connlimit.MaxHeaderBytes, a connection idle between requests closed
+// after idle, and, on a connlimit listener, handlers able to mark a
+// connection authenticated.
 func newServer(h http.Handler, idle time.Duration) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle, ConnContext: connlimit.ConnContext}
+	return &http.Server{
+		Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: connlimit.MaxHeaderBytes,
+		IdleTimeout: idle, ConnContext: connlimit.ConnContext,
+	}
 }
 
 // newLogger makes the structured logger the configuration asks for.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -14,6 +15,10 @@ func listen(t *testing.T, o Options) *Listener {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.DeferAccept == 0 {
+		// Accepted at once, silent or not, unless a test asks otherwise.
+		o.DeferAccept = -1
 	}
 	l := New(inner, o)
 	t.Cleanup(func() { l.Close() })
@@ -30,15 +35,18 @@ func dial(t *testing.T, l *Listener) net.Conn {
 	return c
 }
 
-// closedByPeer reports whether the server side closed c within a second.
+// closedByPeer reports whether the server side closed c within half a
+// second: an end of stream, or a reset where the server closed with what
+// c sent unread.
 func closedByPeer(c net.Conn) bool {
 	c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 	_, err := c.Read(make([]byte, 1))
-	return errors.Is(err, io.EOF)
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // TestOldestUnauthenticatedIsClosed: past MaxUnauthenticated the oldest
-// waiting connection goes; an authenticated one never counts.
+// waiting connection goes when none has spoken; an authenticated one
+// never counts.
 func TestOldestUnauthenticatedIsClosed(t *testing.T) {
 	l := listen(t, Options{MaxUnauthenticated: 3, DescriptorLimit: 1000, Reserve: 10})
 	var clients []net.Conn
@@ -157,5 +165,123 @@ func TestCloseWakesAWaitingAccept(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Accept kept waiting after Close")
+	}
+}
+
+// speak sends the start of a request on c, and accept takes the next
+// connection from l, reading the first byte of what it sent when read is
+// true (as the HTTP server does).
+func speak(t *testing.T, c net.Conn) {
+	t.Helper()
+	if _, err := c.Write([]byte("GET / HTTP/1.1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func accept(t *testing.T, l *Listener, read bool) net.Conn {
+	t.Helper()
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if read {
+		if _, err := s.Read(make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// TestSilentConnectionsGoBeforeThoseThatSpoke: a flood of connections that
+// send nothing closes its own oldest, never a client that sent its request
+// before them.
+func TestSilentConnectionsGoBeforeThoseThatSpoke(t *testing.T) {
+	l := listen(t, Options{MaxUnauthenticated: 3, DescriptorLimit: 1000, Reserve: 10})
+	real := dial(t, l)
+	speak(t, real)
+	accept(t, l, true)
+	var flood []net.Conn
+	for range 10 {
+		flood = append(flood, dial(t, l))
+		accept(t, l, false)
+	}
+	if closedByPeer(real) {
+		t.Fatal("the client that spoke was closed by the flood")
+	}
+	for i, c := range flood {
+		if want := i < 8; closedByPeer(c) != want {
+			t.Errorf("silent connection %d closed: %v, want %v", i, !want, want)
+		}
+	}
+	if open, pending := l.Counts(); open != 3 || pending != 3 {
+		t.Errorf("counts %d open, %d unauthenticated; want 3, 3", open, pending)
+	}
+}
+
+// TestABurstThatSpeaksIsServedWhole: connections that sent their request
+// are not closed at MaxUnauthenticated. Past the larger bound for them
+// (half the descriptor places here) the next waits in the backlog until
+// one is authenticated, or until the oldest has had SpokenGrace, and then
+// that one closes.
+func TestABurstThatSpeaksIsServedWhole(t *testing.T) {
+	l := listen(t, Options{MaxUnauthenticated: 2, DescriptorLimit: 40, Reserve: 10})
+	if l.maxSpoken != 15 {
+		t.Fatalf("bound for connections that spoke %d, want 15 (half of 30)", l.maxSpoken)
+	}
+	var burst []net.Conn
+	var served []net.Conn
+	var second time.Time // after the second was accepted
+	for i := range 15 {
+		c := dial(t, l)
+		speak(t, c)
+		burst = append(burst, c)
+		served = append(served, accept(t, l, true))
+		if i == 1 {
+			second = time.Now()
+		}
+	}
+	next := func() <-chan net.Conn {
+		c := dial(t, l)
+		speak(t, c)
+		burst = append(burst, c)
+		got := make(chan net.Conn, 1)
+		go func() {
+			s, err := l.Accept()
+			if err == nil {
+				t.Cleanup(func() { s.Close() })
+				got <- s
+			}
+		}()
+		return got
+	}
+	accepted := next()
+	select {
+	case <-accepted:
+		t.Fatal("accepted a 16th at a bound of 15 with none authenticated")
+	case <-time.After(300 * time.Millisecond):
+	}
+	Authenticated(ConnContext(context.Background(), served[0]))
+	select {
+	case <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no accept after a connection was authenticated")
+	}
+	accepted = next()
+	select {
+	case <-accepted:
+		if age := time.Since(second); age < SpokenGrace {
+			t.Errorf("accepted when the oldest was %v old, before its grace", age)
+		}
+	case <-time.After(SpokenGrace + 5*time.Second):
+		t.Fatal("no accept after the oldest had its grace")
+	}
+	for i, c := range burst {
+		if want := i == 1; closedByPeer(c) != want {
+			t.Errorf("connection %d of the burst closed: %v, want %v", i, !want, want)
+		}
+	}
+	if open, pending := l.Counts(); open != 16 || pending != 15 {
+		t.Errorf("counts %d open, %d unauthenticated; want 16, 15", open, pending)
 	}
 }
