@@ -32,7 +32,7 @@ var (
 )
 
 // gatewayBinary builds cmd/gateway once per test run.
-func gatewayBinary(t *testing.T) string {
+func gatewayBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gateway-e2e-")
@@ -66,7 +66,7 @@ var listening = regexp.MustCompile(`listening on ((?:ws|http)s?://[^\s"]+)`)
 // it), logs its stderr, and waits for it to print where it listens. extra
 // lines of its stdout are handed to onLine, if given, before the address
 // line is reported.
-func startProcess(t *testing.T, what string, cmd *exec.Cmd, onLine func(string)) *process {
+func startProcess(t testing.TB, what string, cmd *exec.Cmd, onLine func(string)) *process {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -162,7 +162,7 @@ func (p *process) kill() {
 	}
 }
 
-type prefixWriter struct{ t *testing.T }
+type prefixWriter struct{ t testing.TB }
 
 func (w *prefixWriter) Write(b []byte) (int, error) {
 	w.t.Logf("server: %s", strings.TrimRight(string(b), "\n"))
@@ -180,7 +180,7 @@ func nodeModules(t *testing.T) {
 	}
 }
 
-func newKey(t *testing.T) (key, hash string) {
+func newKey(t testing.TB) (key, hash string) {
 	key = auth.NewAPIKey()
 	hash, err := auth.HashAPIKey(key)
 	if err != nil {

@@ -36,7 +36,7 @@ func startGateway(t *testing.T, config string, env ...string) string {
 
 // startGatewayProcess is startGateway with an admin listener, keeping the
 // process for signals.
-func startGatewayProcess(t *testing.T, config string, env ...string) *runningGateway {
+func startGatewayProcess(t testing.TB, config string, env ...string) *runningGateway {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
