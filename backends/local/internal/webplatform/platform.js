@@ -146,10 +146,10 @@
 
     // ---- byte helpers ----
 
-    const isArrayBuffer = (v) => {
-      if (typeof v !== 'object' || v === null) return false;
-      try { call(abByteLength, v); return true; } catch { return false; }
-    };
+    // Asked of Go: probing with the byteLength getter throws a TypeError
+    // whose message goja builds by stringifying v, element by element for
+    // a typed array or an array (seconds for 32 MB, and not interruptible).
+    const isArrayBuffer = (v) => typeof v === 'object' && v !== null && native('isArrayBuffer', v);
     const viewKind = (v) => {
       if (typeof v !== 'object' || v === null || !isView(v)) return undefined;
       return call(taTag, v) === undefined ? 'DataView' : call(taTag, v);
@@ -168,10 +168,19 @@
       }
       return undefined;
     };
+    const notBufferSource = (what) => new TypeErrorCtor(`${what}: expected an ArrayBuffer, a TypedArray or a DataView.`);
     const bufferSource = (v, what) => {
       const b = copyBytes(v);
-      if (b === undefined) throw new TypeErrorCtor(`${what}: expected an ArrayBuffer, a TypedArray or a DataView.`);
+      if (b === undefined) throw notBufferSource(what);
       return b;
+    };
+    // sourceRange is [buffer, byteOffset, byteLength] of a BufferSource, for
+    // a native that reads the bytes where they are: one that is done before
+    // guest code runs again, so nothing can change them under it.
+    const sourceRange = (v, what) => {
+      if (viewKind(v) !== undefined) return viewRange(v);
+      if (isArrayBuffer(v)) return [v, 0, call(abByteLength, v)];
+      throw notBufferSource(what);
     };
     // abOf is a standalone ArrayBuffer holding the bytes of a Uint8Array.
     const abOf = (u8) => {
@@ -1674,7 +1683,8 @@
         digest(algorithm, data) {
           return settleAsync(() => {
             const name = hashName(algorithm);
-            return native('digest', name, abOf(bufferSource(data, 'digest')));
+            const [buf, off, len] = sourceRange(data, 'digest');
+            return native('digest', name, buf, off, len);
           });
         }
         importKey(format, keyData, algorithm, extractable, keyUsages) {
@@ -1727,7 +1737,8 @@
             }
             if (name !== 'HMAC') throw domError(`sign does not support ${name}.`, 'NotSupportedError');
             const st = keyOf(key, 'sign', name);
-            return native('hmacSign', st.algorithm.hash.name, abOf(st.material), abOf(bufferSource(data, 'sign')));
+            const [buf, off, len] = sourceRange(data, 'sign');
+            return native('hmacSign', st.algorithm.hash.name, abOf(st.material), buf, off, len);
           });
         }
         verify(algorithm, key, signature, data) {
@@ -1742,7 +1753,9 @@
             }
             if (name !== 'HMAC') throw domError(`verify does not support ${name}.`, 'NotSupportedError');
             const st = keyOf(key, 'verify', name);
-            return native('hmacVerify', st.algorithm.hash.name, abOf(st.material), abOf(bufferSource(signature, 'verify')), abOf(bufferSource(data, 'verify')));
+            const sig = abOf(bufferSource(signature, 'verify'));
+            const [buf, off, len] = sourceRange(data, 'verify');
+            return native('hmacVerify', st.algorithm.hash.name, abOf(st.material), sig, buf, off, len);
           });
         }
         encrypt(algorithm, key, data) { return settleAsync(() => aesGcm(true, algorithm, key, data)); }
@@ -1766,8 +1779,8 @@
         if (!gcmTags.includes(tag)) throw domError('AES-GCM tagLength must be one of 32, 64, 96, 104, 112, 120, 128.', 'OperationError');
         if (iv.length === 0) throw domError('AES-GCM needs a non-empty iv.', 'OperationError');
         if (tag < 96 || (tag !== 128 && iv.length !== 12)) throw domError('This runtime supports AES-GCM tags of 96 to 128 bits (with a 12-byte iv unless the tag is 128 bits).', 'NotSupportedError');
-        const bytes = bufferSource(data, seal ? 'encrypt' : 'decrypt');
-        const out = native('aesGcm', seal, abOf(st.material), abOf(iv), abOf(aad), abOf(bytes), tag / 8);
+        const [buf, off, len] = sourceRange(data, seal ? 'encrypt' : 'decrypt');
+        const out = native('aesGcm', seal, abOf(st.material), abOf(iv), abOf(aad), tag / 8, buf, off, len);
         if (out === null) throw domError('The operation failed for an operation-specific reason', 'OperationError');
         return out;
       }
