@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 
@@ -95,6 +96,9 @@ type platform struct {
 	sent    int // requests that left, in either mode
 	// performed are the first native requests, for the run's spans.
 	performed []protocol.NativeRequest
+	// derivations runs the run's PBKDF2 derivations one at a time; the
+	// rest wait their turn (each is a promise the guest holds).
+	derivations queue.Bounded[func()]
 }
 
 // Platform is the Go side of one runtime's installed web platform: the
@@ -134,7 +138,8 @@ func Install(vm *goja.Runtime, loop Loop, cfg Config) (*Platform, error) {
 // nothing of the run, so a worker can build a runtime ahead of the job that
 // will use it; loop.Context is not called before Configure.
 func Prepare(vm *goja.Runtime, loop Loop) (*Platform, error) {
-	p := &platform{vm: vm, loop: loop, fetches: queue.New[func()](MaxConcurrentFetches, protocol.MaxWaitingHostCalls)}
+	p := &platform{vm: vm, loop: loop, fetches: queue.New[func()](MaxConcurrentFetches, protocol.MaxWaitingHostCalls),
+		derivations: queue.New[func()](1, math.MaxInt)}
 	host := vm.NewObject()
 	if err := host.Set("native", p.dispatcher()); err != nil {
 		return nil, err
@@ -477,8 +482,19 @@ func (p *platform) natives() map[string]func(goja.FunctionCall) goja.Value {
 			}
 			return p.buffer(out)
 		},
-		"asym":  p.asym,
-		"fetch": p.fetch,
+		// hkdf(hash, key, salt, info, bytes) → ArrayBuffer, or null when
+		// the length is past what HKDF derives.
+		"hkdf": func(c goja.FunctionCall) goja.Value {
+			out, ok := hkdfKey(c.Argument(0).String(), p.bytesArg(c.Argument(1)), p.bytesArg(c.Argument(2)),
+				p.bytesArg(c.Argument(3)), int(c.Argument(4).ToInteger()))
+			if !ok {
+				return goja.Null()
+			}
+			return p.buffer(out)
+		},
+		"pbkdf2": p.pbkdf2,
+		"asym":   p.asym,
+		"fetch":  p.fetch,
 	}
 }
 
