@@ -78,11 +78,13 @@ lint: vet
 # Benchmarks, side by side in one run each: Go's testing.B across the tree,
 # then the JavaScript client against the Go executor server and a capnweb +
 # node:vm server, then the gateway's capacity and fairness against capnweb +
-# node:vm and capnweb + isolated-vm. Figures go in docs/benchmarks.md.
+# node:vm and capnweb + isolated-vm, and crypto.subtle against Node's
+# WebCrypto. Figures go in docs/benchmarks.md.
 BENCHTIME ?= 1s
 bench: build interop-deps e2e-deps peers-deps
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 	CAPNWEB_BENCH=1 $(GO) test -count=1 -run '^TestBenchReport$$' -v ./protocol/capnweb/
+	CRYPTO_BENCH=1 $(GO) test -count=1 -run '^TestCryptoBenchReport$$' -v ./backends/local/internal/webplatform/
 	cd $(E2E) && node bench-executors.mjs ../$(BIN)
 	cd $(E2E) && node bench-capacity.mjs ../$(BIN)
 

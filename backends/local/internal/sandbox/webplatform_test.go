@@ -84,6 +84,35 @@ func TestWebPlatformNativeSpendsTheBound(t *testing.T) {
 	}
 }
 
+// A PBKDF2 derivation runs off the loop as the guest's own work: it spends
+// the bound, one of 2^32-1 iterations ends with the run's timeout, and the
+// loop serves the program's timers meanwhile.
+func TestWebPlatformPBKDF2SpendsTheBound(t *testing.T) {
+	endless := `const key = await crypto.subtle.importKey('raw', new Uint8Array(8), 'PBKDF2', false, ['deriveBits']);
+		const derived = crypto.subtle.deriveBits({name: 'PBKDF2', hash: 'SHA-256', salt: new Uint8Array(8), iterations: 4294967295}, key, 256);`
+	j := job(`async () => { ` + endless + ` await derived }`)
+	j.TimeoutMs = 100
+	res := runJob(t, j, &fakeHost{})
+	wantError(t, res, protocol.NewExecutionTimeoutError(100).Error())
+	j.Code = `async () => { ` + endless + `
+		return await Promise.race([derived.then(() => 'derived'), new Promise((r) => setTimeout(() => r('timer'), 10))]) }`
+	j.TimeoutMs = 5000
+	res = runJob(t, j, &fakeHost{})
+	if res.HasError || res.ResultJSON != `"timer"` {
+		t.Fatalf("%+v", res)
+	}
+	j.Code = `async () => {
+		const key = await crypto.subtle.importKey('raw', new TextEncoder().encode('password'), 'PBKDF2', false, ['deriveBits']);
+		const bits = await crypto.subtle.deriveBits({name: 'PBKDF2', hash: 'SHA-1', salt: new TextEncoder().encode('salt'), iterations: 2}, key, 160);
+		return [...new Uint8Array(bits)].map(x => x.toString(16).padStart(2, '0')).join('');
+	}`
+	res = runJob(t, j, &fakeHost{})
+	// RFC 6070's second case.
+	if res.HasError || res.ResultJSON != `"ea6c014dc72d6f8ccd1ed92ace1d41f0d8de8957"` {
+		t.Fatalf("%+v", res)
+	}
+}
+
 // slowLoopback is a loopback server that answers 200 after delay.
 func slowLoopback(t *testing.T, delay time.Duration) *httptest.Server {
 	t.Helper()

@@ -15,8 +15,25 @@ func TestCrypto(t *testing.T) {
 			(await crypto.subtle.digest('SHA-384', bytes('abc'))).byteLength,
 			hex(await crypto.subtle.digest('SHA-512', bytes('abc'))).slice(0, 16)]`,
 			`["a9993e364706816aba3e25717850c26c9cd0d89d","ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",48,"ddaf35a193617aba"]`},
+		{"data is read in place from any BufferSource", hex + `const whole = new Uint8Array([0, 97, 98, 99, 0]);
+			const key = await crypto.subtle.importKey('raw', bytes('Jefe'), {name: 'HMAC', hash: 'SHA-256'}, false, ['sign', 'verify']);
+			const sig = await crypto.subtle.sign('HMAC', key, new DataView(whole.buffer, 1, 3));
+			const aes = await crypto.subtle.importKey('raw', new Uint8Array(16), 'AES-GCM', false, ['encrypt', 'decrypt']);
+			const iv = new Uint8Array(12);
+			const ct = await crypto.subtle.encrypt({name: 'AES-GCM', iv}, aes, whole.subarray(1, 4));
+			const padded = new Uint8Array(ct.byteLength + 2); padded.set(new Uint8Array(ct), 1);
+			return [hex(await crypto.subtle.digest('SHA-1', whole.subarray(1, 4))), hex(await crypto.subtle.digest('SHA-1', bytes('abc').buffer)),
+				hex(await crypto.subtle.digest('SHA-1', new DataView(whole.buffer, 1, 3))),
+				hex(sig) === hex(await crypto.subtle.sign('HMAC', key, bytes('abc'))), await crypto.subtle.verify('HMAC', key, sig, new Uint16Array(whole.slice(1, 3).buffer)),
+				await crypto.subtle.verify('HMAC', key, sig, whole.subarray(1, 4)),
+				new TextDecoder().decode(await crypto.subtle.decrypt({name: 'AES-GCM', iv}, aes, padded.subarray(1, ct.byteLength + 1)))]`,
+			`["a9993e364706816aba3e25717850c26c9cd0d89d","a9993e364706816aba3e25717850c26c9cd0d89d","a9993e364706816aba3e25717850c26c9cd0d89d",true,false,true,"abc"]`},
+		{"an object posing as an ArrayBuffer is no BufferSource", `await crypto.subtle.digest('SHA-256', Object.create(ArrayBuffer.prototype))`,
+			rejected("TypeError", "digest: expected an ArrayBuffer, a TypedArray or a DataView.")},
+		{"an array is no BufferSource", `await crypto.subtle.digest('SHA-256', [1, 2, 3])`,
+			rejected("TypeError", "digest: expected an ArrayBuffer, a TypedArray or a DataView.")},
 		{"unknown digest rejects NotSupportedError", `await crypto.subtle.digest('MD5', new Uint8Array(1))`,
-			rejected("NotSupportedError", "Unrecognized or unsupported algorithm name: MD5. This runtime's crypto.subtle supports SHA-1, SHA-256, SHA-384, SHA-512 (digest), HMAC, ECDSA P-256 and Ed25519 (sign, verify) and AES-GCM (encrypt, decrypt).")},
+			rejected("NotSupportedError", "Unrecognized or unsupported algorithm name: MD5. This runtime's crypto.subtle supports SHA-1, SHA-256, SHA-384, SHA-512 (digest), HMAC, ECDSA P-256 and Ed25519 (sign, verify), AES-GCM (encrypt, decrypt), and PBKDF2 and HKDF (deriveBits, deriveKey).")},
 		{"HMAC sign and verify (RFC 4231 case 2)", hex + `const key = await crypto.subtle.importKey('raw', bytes('Jefe'), {name: 'HMAC', hash: 'SHA-256'}, true, ['sign', 'verify']);
 			const sig = await crypto.subtle.sign('HMAC', key, bytes('what do ya want for nothing?'));
 			const ok = await crypto.subtle.verify('HMAC', key, sig, bytes('what do ya want for nothing?'));
@@ -42,7 +59,7 @@ func TestCrypto(t *testing.T) {
 			const iv = crypto.getRandomValues(new Uint8Array(12)); const ct = new Uint8Array(await crypto.subtle.encrypt({name: 'AES-GCM', iv}, key, new Uint8Array([1, 2, 3])));
 			ct[0] ^= 1; await crypto.subtle.decrypt({name: 'AES-GCM', iv}, key, ct)`, rejected("OperationError", "The operation failed for an operation-specific reason")},
 		{"unsupported algorithms reject NotSupportedError", `const out = [];
-			for (const p of [crypto.subtle.generateKey({name: 'ECDSA', namedCurve: 'P-384'}, true, ['sign']), crypto.subtle.generateKey({name: 'RSA-PSS'}, true, ['sign']), crypto.subtle.deriveBits({name: 'PBKDF2'}, null, 8), crypto.subtle.sign('RSASSA-PKCS1-v1_5', null, new Uint8Array(1))]) {
+			for (const p of [crypto.subtle.generateKey({name: 'ECDSA', namedCurve: 'P-384'}, true, ['sign']), crypto.subtle.generateKey({name: 'RSA-PSS'}, true, ['sign']), crypto.subtle.deriveBits({name: 'ECDH'}, null, 8), crypto.subtle.sign('RSASSA-PKCS1-v1_5', null, new Uint8Array(1))]) {
 				try { await p } catch (e) { out.push(e.name) } }
 			return out`, `["NotSupportedError","NotSupportedError","NotSupportedError","NotSupportedError"]`},
 		{"getRandomValues fills integer arrays and returns them", `const a = new Uint32Array(64); const r = crypto.getRandomValues(a); return [r === a, a.some(x => x !== 0)]`, `[true,true]`},

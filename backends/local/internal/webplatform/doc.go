@@ -83,10 +83,14 @@
 //     96 to 128 bits; a tag under 128 bits needs a 12-byte iv); ECDSA on
 //     P-256 (signatures as r||s, any SHA hash) and Ed25519: generateKey,
 //     sign, verify, importKey (raw and spki public keys, pkcs8 private keys,
-//     jwk for both), exportKey (the same formats). Anything else, such as
-//     RSA, other curves, deriveBits, deriveKey, wrapKey and unwrapKey,
-//     rejects with NotSupportedError. The work runs on the loop goroutine,
-//     so it spends the run's bound.
+//     jwk for both), exportKey (the same formats); PBKDF2 and HKDF:
+//     importKey (raw, never extractable), deriveBits, deriveKey to HMAC and
+//     AES-GCM keys. Anything else, such as RSA, other curves, wrapKey and
+//     unwrapKey, rejects with NotSupportedError. The work runs on the loop
+//     goroutine, so it spends the run's bound, except PBKDF2, whose
+//     iteration count is the guest's: it runs off the loop, one derivation
+//     at a time, inside GuestWork and OffLoop, and stops when the run's
+//     context ends (derive.go). Data is read where it is, not copied.
 //
 // # Outbound modes
 //

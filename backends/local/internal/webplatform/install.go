@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
+	"reflect"
 	"strconv"
 
 	"github.com/dop251/goja"
@@ -94,6 +96,9 @@ type platform struct {
 	sent    int // requests that left, in either mode
 	// performed are the first native requests, for the run's spans.
 	performed []protocol.NativeRequest
+	// derivations runs the run's PBKDF2 derivations one at a time; the
+	// rest wait their turn (each is a promise the guest holds).
+	derivations queue.Bounded[func()]
 }
 
 // Platform is the Go side of one runtime's installed web platform: the
@@ -133,7 +138,8 @@ func Install(vm *goja.Runtime, loop Loop, cfg Config) (*Platform, error) {
 // nothing of the run, so a worker can build a runtime ahead of the job that
 // will use it; loop.Context is not called before Configure.
 func Prepare(vm *goja.Runtime, loop Loop) (*Platform, error) {
-	p := &platform{vm: vm, loop: loop, fetches: queue.New[func()](MaxConcurrentFetches, protocol.MaxWaitingHostCalls)}
+	p := &platform{vm: vm, loop: loop, fetches: queue.New[func()](MaxConcurrentFetches, protocol.MaxWaitingHostCalls),
+		derivations: queue.New[func()](1, math.MaxInt)}
 	host := vm.NewObject()
 	if err := host.Set("native", p.dispatcher()); err != nil {
 		return nil, err
@@ -308,6 +314,14 @@ func (p *platform) byteRange(buf, offset, length goja.Value) []byte {
 	return b[off : off+n]
 }
 
+// dataAt is byteRange of the arguments i, i+1 and i+2 of c.
+func (p *platform) dataAt(c goja.FunctionCall, i int) []byte {
+	return p.byteRange(c.Argument(i), c.Argument(i+1), c.Argument(i+2))
+}
+
+// arrayBufferType is what goja exports an ArrayBuffer as.
+var arrayBufferType = reflect.TypeOf(goja.ArrayBuffer{})
+
 func (p *platform) buffer(b []byte) goja.Value {
 	if b == nil {
 		b = []byte{}
@@ -429,38 +443,58 @@ func (p *platform) natives() map[string]func(goja.FunctionCall) goja.Value {
 			b[8] = b[8]&0x3f | 0x80
 			return vm.ToValue(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
 		},
-		// digest(hash, data) → ArrayBuffer, or null for an unknown hash.
+		// isArrayBuffer(value) → boolean, without throwing.
+		"isArrayBuffer": func(c goja.FunctionCall) goja.Value {
+			obj, ok := c.Argument(0).(*goja.Object)
+			return vm.ToValue(ok && obj.ExportType() == arrayBufferType)
+		},
+		// The data of digest, HMAC and AES-GCM comes as buffer, offset,
+		// length (dataAt): the bytes in place, not a copy, read before the
+		// native returns.
+
+		// digest(hash, data…) → ArrayBuffer, or null for an unknown hash.
 		"digest": func(c goja.FunctionCall) goja.Value {
-			d, ok := digest(c.Argument(0).String(), p.bytesArg(c.Argument(1)))
+			d, ok := digest(c.Argument(0).String(), p.dataAt(c, 1))
 			if !ok {
 				return goja.Null()
 			}
 			return p.buffer(d)
 		},
-		// hmacSign(hash, key, data) → ArrayBuffer.
+		// hmacSign(hash, key, data…) → ArrayBuffer.
 		"hmacSign": func(c goja.FunctionCall) goja.Value {
-			d, ok := hmacSign(c.Argument(0).String(), p.bytesArg(c.Argument(1)), p.bytesArg(c.Argument(2)))
+			d, ok := hmacSign(c.Argument(0).String(), p.bytesArg(c.Argument(1)), p.dataAt(c, 2))
 			if !ok {
 				return goja.Null()
 			}
 			return p.buffer(d)
 		},
-		// hmacVerify(hash, key, signature, data) → boolean.
+		// hmacVerify(hash, key, signature, data…) → boolean.
 		"hmacVerify": func(c goja.FunctionCall) goja.Value {
 			return vm.ToValue(hmacVerify(c.Argument(0).String(), p.bytesArg(c.Argument(1)),
-				p.bytesArg(c.Argument(2)), p.bytesArg(c.Argument(3))))
+				p.bytesArg(c.Argument(2)), p.dataAt(c, 3)))
 		},
-		// aesGcm(seal, key, iv, aad, data, tagBytes) → ArrayBuffer, or null.
+		// aesGcm(seal, key, iv, aad, tagBytes, data…) → ArrayBuffer, or null.
 		"aesGcm": func(c goja.FunctionCall) goja.Value {
 			out, ok := aesGCM(c.Argument(0).ToBoolean(), p.bytesArg(c.Argument(1)), p.bytesArg(c.Argument(2)),
-				p.bytesArg(c.Argument(3)), p.bytesArg(c.Argument(4)), int(c.Argument(5).ToInteger()))
+				p.bytesArg(c.Argument(3)), p.dataAt(c, 5), int(c.Argument(4).ToInteger()))
 			if !ok {
 				return goja.Null()
 			}
 			return p.buffer(out)
 		},
-		"asym":  p.asym,
-		"fetch": p.fetch,
+		// hkdf(hash, key, salt, info, bytes) → ArrayBuffer, or null when
+		// the length is past what HKDF derives.
+		"hkdf": func(c goja.FunctionCall) goja.Value {
+			out, ok := hkdfKey(c.Argument(0).String(), p.bytesArg(c.Argument(1)), p.bytesArg(c.Argument(2)),
+				p.bytesArg(c.Argument(3)), int(c.Argument(4).ToInteger()))
+			if !ok {
+				return goja.Null()
+			}
+			return p.buffer(out)
+		},
+		"pbkdf2": p.pbkdf2,
+		"asym":   p.asym,
+		"fetch":  p.fetch,
 	}
 }
 

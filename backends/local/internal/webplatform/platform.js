@@ -146,10 +146,10 @@
 
     // ---- byte helpers ----
 
-    const isArrayBuffer = (v) => {
-      if (typeof v !== 'object' || v === null) return false;
-      try { call(abByteLength, v); return true; } catch { return false; }
-    };
+    // Asked of Go: probing with the byteLength getter throws a TypeError
+    // whose message goja builds by stringifying v, element by element for
+    // a typed array or an array (seconds for 32 MB, and not interruptible).
+    const isArrayBuffer = (v) => typeof v === 'object' && v !== null && native('isArrayBuffer', v);
     const viewKind = (v) => {
       if (typeof v !== 'object' || v === null || !isView(v)) return undefined;
       return call(taTag, v) === undefined ? 'DataView' : call(taTag, v);
@@ -168,10 +168,19 @@
       }
       return undefined;
     };
+    const notBufferSource = (what) => new TypeErrorCtor(`${what}: expected an ArrayBuffer, a TypedArray or a DataView.`);
     const bufferSource = (v, what) => {
       const b = copyBytes(v);
-      if (b === undefined) throw new TypeErrorCtor(`${what}: expected an ArrayBuffer, a TypedArray or a DataView.`);
+      if (b === undefined) throw notBufferSource(what);
       return b;
+    };
+    // sourceRange is [buffer, byteOffset, byteLength] of a BufferSource, for
+    // a native that reads the bytes where they are: one that is done before
+    // guest code runs again, so nothing can change them under it.
+    const sourceRange = (v, what) => {
+      if (viewKind(v) !== undefined) return viewRange(v);
+      if (isArrayBuffer(v)) return [v, 0, call(abByteLength, v)];
+      throw notBufferSource(what);
     };
     // abOf is a standalone ArrayBuffer holding the bytes of a Uint8Array.
     const abOf = (u8) => {
@@ -1498,7 +1507,7 @@
         return k;
       };
 
-      const canonicalAlgorithms = ['SHA-1', 'SHA-256', 'SHA-384', 'SHA-512', 'HMAC', 'AES-GCM', 'ECDSA', 'Ed25519'];
+      const canonicalAlgorithms = ['SHA-1', 'SHA-256', 'SHA-384', 'SHA-512', 'HMAC', 'AES-GCM', 'ECDSA', 'Ed25519', 'PBKDF2', 'HKDF'];
       const algorithmName = (alg) => {
         let name;
         if (typeof alg === 'string') name = alg;
@@ -1506,7 +1515,7 @@
         else throw new TypeErrorCtor('Algorithm: the algorithm must be a string or an object with a name.');
         const u = upper(name);
         for (const c of canonicalAlgorithms) if (upper(c) === u) return c;
-        throw domError(`Unrecognized or unsupported algorithm name: ${name}. This runtime's crypto.subtle supports SHA-1, SHA-256, SHA-384, SHA-512 (digest), HMAC, ECDSA P-256 and Ed25519 (sign, verify) and AES-GCM (encrypt, decrypt).`, 'NotSupportedError');
+        throw domError(`Unrecognized or unsupported algorithm name: ${name}. This runtime's crypto.subtle supports SHA-1, SHA-256, SHA-384, SHA-512 (digest), HMAC, ECDSA P-256 and Ed25519 (sign, verify), AES-GCM (encrypt, decrypt), and PBKDF2 and HKDF (deriveBits, deriveKey).`, 'NotSupportedError');
       };
       const hashName = (h) => {
         const n = algorithmName(h);
@@ -1578,8 +1587,92 @@
           if (list.length === 0) throw domError('A secret key needs at least one usage.', 'SyntaxError');
           return newKey('secret', !!extractable, { name, length: bytes.length * 8 }, list, bytes);
         }
+        if (name === 'PBKDF2' || name === 'HKDF') {
+          if (format !== 'raw') throw domError(`${name} keys import from raw only, not ${format}.`, 'NotSupportedError');
+          const bytes = bufferSource(keyData, 'importKey');
+          const list = checkUsages(usages, ['deriveKey', 'deriveBits']);
+          if (extractable) throw domError(`${name} keys cannot be extractable.`, 'SyntaxError');
+          if (list.length === 0) throw domError('A secret key needs at least one usage.', 'SyntaxError');
+          return newKey('secret', false, { name }, list, bytes);
+        }
         if (name === 'ECDSA' || name === 'Ed25519') return importAsymmetric(name, format, keyData, algorithm, extractable, usages);
         throw domError(`importKey does not support ${name}.`, 'NotSupportedError');
+      };
+
+      // ---- PBKDF2 and HKDF ----
+      // Go's MaxPBKDF2Bytes (derive.go).
+      const maxPBKDF2Bytes = 1048576;
+      const hashBytes = { 'SHA-1': 20, 'SHA-256': 32, 'SHA-384': 48, 'SHA-512': 64 };
+      // Web IDL's conversions: [EnforceRange] unsigned long and unsigned
+      // short, and the plain unsigned long? of deriveBits' length.
+      const enforceRange = (v, top, what) => {
+        const n = +v;
+        const t = n - n % 1;
+        if (n !== n || n === Infinity || n === -Infinity || t < 0 || t > top) throw new TypeErrorCtor(`${what} must be an integer from 0 to ${top}.`);
+        return t + 0;
+      };
+      const bitLength = (v) => {
+        if (v === null || v === undefined) return null;
+        const n = +v;
+        if (n !== n || n === Infinity || n === -Infinity) return 0;
+        const t = (n - n % 1) % 4294967296;
+        return t < 0 ? t + 4294967296 : t + 0;
+      };
+      const deriveAlgorithm = (algorithm, op) => {
+        const name = algorithmName(algorithm);
+        if (name !== 'PBKDF2' && name !== 'HKDF') throw domError(`${op} does not support ${name}.`, 'NotSupportedError');
+        // A dictionary's members are read in alphabetical order, then the
+        // hash is normalized.
+        if (algorithm.hash === undefined) throw new TypeErrorCtor(`${name}: the hash member is required.`);
+        const params = { name };
+        if (name === 'PBKDF2') {
+          if (algorithm.iterations === undefined) throw new TypeErrorCtor('PBKDF2: the iterations member is required.');
+          params.iterations = enforceRange(algorithm.iterations, 4294967295, 'PBKDF2 iterations');
+        } else params.info = bufferSource(algorithm.info, 'HKDF info');
+        params.salt = bufferSource(algorithm.salt, `${name} salt`);
+        params.hash = hashName(algorithm.hash);
+        return params;
+      };
+      // derive answers a promise of length bits derived from key's state,
+      // the key's checks done.
+      const derive = (params, st, length) => {
+        if (length === null) throw domError('deriveBits needs a length, a multiple of 8 bits.', 'OperationError');
+        if (length % 8 !== 0) throw domError(`The length must be a multiple of 8 bits, not ${length}.`, 'OperationError');
+        const bytes = length / 8;
+        if (params.name === 'HKDF') {
+          const out = native('hkdf', params.hash, abOf(st.material), abOf(params.salt), abOf(params.info), bytes);
+          if (out === null) throw domError(`HKDF with ${params.hash} derives at most ${255 * hashBytes[params.hash] * 8} bits.`, 'OperationError');
+          return promiseResolve(out);
+        }
+        if (params.iterations === 0) throw domError('PBKDF2 needs at least one iteration.', 'OperationError');
+        if (bytes === 0) return promiseResolve(new ArrayBufferCtor(0));
+        if (bytes > maxPBKDF2Bytes) throw domError(`This runtime derives at most ${maxPBKDF2Bytes * 8} bits with PBKDF2.`, 'OperationError');
+        return new PromiseCtor((resolve) => native('pbkdf2', params.hash, abOf(st.material), abOf(params.salt), params.iterations, bytes, resolve));
+      };
+      // keyLengthOf normalizes the key type deriveKey makes and answers its
+      // "get key length", run once the base key passed its checks: bits, or
+      // null for a type without a length.
+      const keyLengthOf = (type) => {
+        const name = algorithmName(type);
+        if (name === 'AES-GCM') {
+          if (type.length === undefined) throw new TypeErrorCtor('AES-GCM: the length member is required.');
+          const bits = enforceRange(type.length, 65535, 'AES-GCM length');
+          return () => {
+            if (bits !== 128 && bits !== 192 && bits !== 256) throw domError('AES key length must be 128, 192 or 256 bits.', 'OperationError');
+            return bits;
+          };
+        }
+        if (name === 'HMAC') {
+          if (type.hash === undefined) throw new TypeErrorCtor('HMAC: the hash member is required.');
+          const bits = type.length === undefined ? undefined : enforceRange(type.length, 4294967295, 'HMAC length');
+          const hash = hashName(type.hash);
+          return () => {
+            if (bits === 0) throw new TypeErrorCtor('HMAC: the length of a derived key cannot be zero.');
+            return bits === undefined ? hashBlockBits[hash] : bits;
+          };
+        }
+        if (name === 'PBKDF2' || name === 'HKDF') return () => null;
+        throw domError(`deriveKey does not make ${name} keys.`, 'NotSupportedError');
       };
 
       // ---- ECDSA P-256 and Ed25519 ----
@@ -1674,7 +1767,8 @@
         digest(algorithm, data) {
           return settleAsync(() => {
             const name = hashName(algorithm);
-            return native('digest', name, abOf(bufferSource(data, 'digest')));
+            const [buf, off, len] = sourceRange(data, 'digest');
+            return native('digest', name, buf, off, len);
           });
         }
         importKey(format, keyData, algorithm, extractable, keyUsages) {
@@ -1727,7 +1821,8 @@
             }
             if (name !== 'HMAC') throw domError(`sign does not support ${name}.`, 'NotSupportedError');
             const st = keyOf(key, 'sign', name);
-            return native('hmacSign', st.algorithm.hash.name, abOf(st.material), abOf(bufferSource(data, 'sign')));
+            const [buf, off, len] = sourceRange(data, 'sign');
+            return native('hmacSign', st.algorithm.hash.name, abOf(st.material), buf, off, len);
           });
         }
         verify(algorithm, key, signature, data) {
@@ -1742,13 +1837,30 @@
             }
             if (name !== 'HMAC') throw domError(`verify does not support ${name}.`, 'NotSupportedError');
             const st = keyOf(key, 'verify', name);
-            return native('hmacVerify', st.algorithm.hash.name, abOf(st.material), abOf(bufferSource(signature, 'verify')), abOf(bufferSource(data, 'verify')));
+            const sig = abOf(bufferSource(signature, 'verify'));
+            const [buf, off, len] = sourceRange(data, 'verify');
+            return native('hmacVerify', st.algorithm.hash.name, abOf(st.material), sig, buf, off, len);
+          });
+        }
+        deriveBits(algorithm, baseKey, length) {
+          return settleAsync(() => {
+            const bits = bitLength(length);
+            const params = deriveAlgorithm(algorithm, 'deriveBits');
+            return derive(params, keyOf(baseKey, 'deriveBits', params.name), bits);
+          });
+        }
+        deriveKey(algorithm, baseKey, derivedKeyType, extractable, keyUsages) {
+          return settleAsync(() => {
+            const params = deriveAlgorithm(algorithm, 'deriveKey');
+            const lengthOf = keyLengthOf(derivedKeyType);
+            const st = keyOf(baseKey, 'deriveKey', params.name);
+            return then(derive(params, st, lengthOf()), (secret) => importKey('raw', secret, derivedKeyType, extractable, keyUsages));
           });
         }
         encrypt(algorithm, key, data) { return settleAsync(() => aesGcm(true, algorithm, key, data)); }
         decrypt(algorithm, key, data) { return settleAsync(() => aesGcm(false, algorithm, key, data)); }
       }
-      for (const m of ['deriveBits', 'deriveKey', 'wrapKey', 'unwrapKey']) {
+      for (const m of ['wrapKey', 'unwrapKey']) {
         defineProperty(SubtleCrypto.prototype, m, {
           value: function () { return promiseReject(domError(`crypto.subtle.${m} is not supported by this runtime.`, 'NotSupportedError')); },
           writable: true, configurable: true,
@@ -1766,8 +1878,8 @@
         if (!gcmTags.includes(tag)) throw domError('AES-GCM tagLength must be one of 32, 64, 96, 104, 112, 120, 128.', 'OperationError');
         if (iv.length === 0) throw domError('AES-GCM needs a non-empty iv.', 'OperationError');
         if (tag < 96 || (tag !== 128 && iv.length !== 12)) throw domError('This runtime supports AES-GCM tags of 96 to 128 bits (with a 12-byte iv unless the tag is 128 bits).', 'NotSupportedError');
-        const bytes = bufferSource(data, seal ? 'encrypt' : 'decrypt');
-        const out = native('aesGcm', seal, abOf(st.material), abOf(iv), abOf(aad), abOf(bytes), tag / 8);
+        const [buf, off, len] = sourceRange(data, seal ? 'encrypt' : 'decrypt');
+        const out = native('aesGcm', seal, abOf(st.material), abOf(iv), abOf(aad), tag / 8, buf, off, len);
         if (out === null) throw domError('The operation failed for an operation-specific reason', 'OperationError');
         return out;
       }
