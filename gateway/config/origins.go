@@ -29,6 +29,16 @@ func ParseOrigin(entry string) (OriginPattern, error) {
 	if strings.TrimSpace(entry) != entry || strings.ContainsAny(entry, " \t") {
 		return OriginPattern{}, fmt.Errorf("%q can never match: an origin holds no spaces", entry)
 	}
+	if scheme, rest, ok := misspeltScheme(entry); ok {
+		fixed := scheme + "://" + rest
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			fixed = scheme + "://" + rest[:i]
+		}
+		if _, err := ParseOrigin(fixed); err == nil {
+			return OriginPattern{}, fmt.Errorf("%q can never match: a scheme is followed by \"://\"; write %q", entry, fixed)
+		}
+		return OriginPattern{}, fmt.Errorf("%q can never match: a scheme is followed by \"://\"", entry)
+	}
 	scheme, host, full := strings.Cut(entry, "://")
 	if !full {
 		scheme, host = "", entry
@@ -64,6 +74,24 @@ func ParseOrigin(entry string) (OriginPattern, error) {
 		return OriginPattern{}, fmt.Errorf("%q is not a valid pattern (%v); use * and ? for parts of a host", entry, err)
 	}
 	return OriginPattern{Scheme: scheme, Host: host}, nil
+}
+
+// misspeltScheme finds an http or https scheme whose "://" is misspelt
+// ("http//", "https:/", "http:///"): read as a host with a path, the entry
+// would otherwise be cut to the scheme's name.
+func misspeltScheme(entry string) (scheme, rest string, ok bool) {
+	for _, s := range []string{"https", "http"} {
+		if len(entry) <= len(s) || !strings.EqualFold(entry[:len(s)], s) {
+			continue
+		}
+		after := entry[len(s):]
+		rest = strings.TrimLeft(strings.TrimPrefix(after, ":"), "/")
+		sep := after[:len(after)-len(rest)]
+		if sep != "://" && strings.Contains(sep, "/") && rest != "" {
+			return s, rest, true
+		}
+	}
+	return "", "", false
 }
 
 func entryOf(scheme, host string) string {

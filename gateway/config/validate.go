@@ -35,6 +35,13 @@ func (v *validator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, &Problem{File: v.file, Line: lineOf(v.lines, path), Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// addAfter is add for a problem that follows from the keys after: it is
+// dropped when one of them did not decode, which was reported already.
+func (v *validator) addAfter(after []string, path, format string, args ...any) {
+	v.add(path, format, args...)
+	v.problems[len(v.problems)-1].after = after
+}
+
 // notNegative reports the key at path when its value is below zero.
 func (v *validator) notNegative(path string, n int64) {
 	if n < 0 {
@@ -423,7 +430,7 @@ func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
 
 func (v *validator) policy(path string, p *Policy, l Limits) {
 	if p.TimeoutMs < 0 || p.TimeoutMs > l.TimeoutMs {
-		v.add(path+".timeoutMs", "%d is outside the operator limit: use 1 to %d (limits.timeoutMs)", p.TimeoutMs, l.TimeoutMs)
+		v.addAfter([]string{"limits.timeoutMs"}, path+".timeoutMs", "%d is outside the operator limit: use 1 to %d (limits.timeoutMs)", p.TimeoutMs, l.TimeoutMs)
 	}
 	for _, f := range []struct {
 		key      string
@@ -434,7 +441,7 @@ func (v *validator) policy(path string, p *Policy, l Limits) {
 		{"maxHandles", p.MaxHandles, l.MaxHandles},
 	} {
 		if f.n < 0 || f.n > f.limit {
-			v.add(path+"."+f.key, "%d is outside the operator limit: use 1 to %d (limits.%s)", f.n, f.limit, f.key)
+			v.addAfter([]string{"limits." + f.key}, path+"."+f.key, "%d is outside the operator limit: use 1 to %d (limits.%s)", f.n, f.limit, f.key)
 		}
 	}
 	p.NativeDenyRanges = v.cidrs(path+".nativeDeny", p.NativeDeny)
@@ -451,7 +458,7 @@ func (v *validator) policy(path string, p *Policy, l Limits) {
 	}
 	v.budget(path+".budget", p.Budget)
 	if p.Rate == 0 && p.Burst != 0 {
-		v.add(path+".burst", "burst needs a rate: set rate (executions per second) too")
+		v.addAfter([]string{path + ".rate"}, path+".burst", "burst needs a rate: set rate (executions per second) too")
 	}
 }
 
@@ -521,7 +528,7 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 		}
 	}
 	if r.MaxMessageBytes < 0 || r.MaxMessageBytes > l.MaxMessageBytes {
-		v.add(path+".maxMessageBytes", "%d is outside the operator limit: use 1 to %d (limits.maxMessageBytes)", r.MaxMessageBytes, l.MaxMessageBytes)
+		v.addAfter([]string{"limits.maxMessageBytes"}, path+".maxMessageBytes", "%d is outside the operator limit: use 1 to %d (limits.maxMessageBytes)", r.MaxMessageBytes, l.MaxMessageBytes)
 	}
 }
 
