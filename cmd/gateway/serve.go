@@ -310,7 +310,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	exec := gateway.NewExecutorServer(pl, logger, runningVersion())
 	defer exec.Close()
-	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion()})
+	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion(), Logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
