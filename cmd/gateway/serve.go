@@ -85,6 +85,11 @@ backend instead, without a configuration file (serve --executor-server -h).`)
 			gw.ReloadFile()
 		}
 	}()
+	// SIGINT and SIGTERM drain from here on: a script that reads the
+	// listening lines below and then signals is never met by the default
+	// action, which would end the process without a drain.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	guard := connlimit.Options{MaxUnauthenticated: cfg.Connections.MaxUnauthenticated, Reserve: cfg.DescriptorReserve(runtime.NumCPU())}
 	ln, scheme, err := listenMaybeTLS(cfg.Listen, gw.TLSConfig(), &guard)
 	if err != nil {
@@ -101,8 +106,6 @@ backend instead, without a configuration file (serve --executor-server -h).`)
 	// Tests and scripts read the addresses from these lines.
 	announce(stdout, cfg.Log.Format, "gateway listening on", fmt.Sprintf("%s://%s", scheme, ln.Addr()))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if !serveUntil(ctx, srv, ln, logger) {
 		return 1
 	}
@@ -324,6 +327,9 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	})
 	defer api.Close()
 
+	// Signals drain from here on, before the listening line is printed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	// The local backend's worker processes need descriptors the listener
 	// must leave them.
 	ln, _, err := listenMaybeTLS(*listen, nil, &connlimit.Options{Reserve: connlimit.DefaultReserve + config.DescriptorsPerWorker*pl.Options().MaxWorkers})
@@ -344,8 +350,6 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	logger.Info("executor server started", "addr", ln.Addr().String(), "path", *path, "auth", keys != nil)
 
 	srv := newServer(mux, idle)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if !serveUntil(ctx, srv, ln, logger) {
 		return 1
 	}
