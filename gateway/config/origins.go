@@ -61,6 +61,15 @@ func ParseOrigin(entry string) (OriginPattern, error) {
 		return OriginPattern{}, fmt.Errorf("%q can never match: browsers leave the default port out of an origin; write %q", entry, entryOf(scheme, bare))
 	}
 	host = strings.ToLower(host)
+	if strings.Trim(host, "*") == "" {
+		// A pattern of every host: said on purpose with allowAnyOrigin,
+		// not by a CORS habit.
+		whose := "any origin"
+		if scheme != "" {
+			whose = "any " + scheme + ":// origin"
+		}
+		return OriginPattern{}, fmt.Errorf("%q is refused: it lets a page of %s connect with a tenant's credential; list the origins of your pages, or set allowAnyOrigin: true on the route if every origin may", entry, whose)
+	}
 	if strings.HasPrefix(host, "[") {
 		// An IPv6 literal: its brackets are the address's, not a
 		// character class.

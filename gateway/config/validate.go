@@ -522,6 +522,12 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 			r.Origins = append(r.Origins, p)
 		}
 	}
+	if r.AllowAnyOrigin {
+		if len(r.AllowedOrigins) > 0 {
+			v.add(path+".allowAnyOrigin", "lets every origin connect, so allowedOrigins would add nothing: keep one of the two")
+		}
+		r.Origins = []OriginPattern{{Host: "*"}}
+	}
 	for j, t := range r.Tenants {
 		if !tenants[t] {
 			v.add(fmt.Sprintf("%s.tenants[%d]", path, j), "no tenant is named %q", t)
