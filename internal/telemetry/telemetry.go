@@ -1,5 +1,6 @@
 // Package telemetry is the gateway's OpenTelemetry tracing: the tracer
-// provider its configuration asks for (OTLP over HTTP, off by default), the
+// provider its configuration asks for (OTLP over HTTP or gRPC, or spans
+// written to the gateway's log; off by default), the
 // spans of connections, executions, tool calls, outbound requests and handle
 // invocations, and the W3C trace context that crosses the executor protocol
 // as an extension of the call options.
