@@ -42,6 +42,16 @@ func (v *validator) addAfter(after []string, path, format string, args ...any) {
 	v.problems[len(v.problems)-1].after = after
 }
 
+// nameKeys are the name keys of a list's n entries: a reference to a
+// name follows from them, and says nothing new when one did not decode.
+func nameKeys(list string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s[%d].name", list, i)
+	}
+	return out
+}
+
 // notNegative reports the key at path when its value is below zero.
 func (v *validator) notNegative(path string, n int64) {
 	if n < 0 {
@@ -165,7 +175,7 @@ func (v *validator) validate(c *Config) {
 		if t.Backend == "" {
 			v.add(path+".backend", "is required: the name of the backend group this tenant's executions run on")
 		} else if _, ok := backends[t.Backend]; !ok {
-			v.add(path+".backend", "no backend is named %q; declare it under backends or use one of: %s", t.Backend, names(c.Backends))
+			v.addAfter(nameKeys("backends", len(c.Backends)), path+".backend", "no backend is named %q; declare it under backends or use one of: %s", t.Backend, names(c.Backends))
 		}
 		if len(t.Keys) == 0 && c.JWT == nil {
 			v.add(path+".keys", "tenant %q has no API keys and no jwt section is configured, so nobody can authenticate as it", t.Name)
@@ -219,7 +229,7 @@ func (v *validator) validate(c *Config) {
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		path := fmt.Sprintf("routes[%d]", i)
-		v.route(path, r, c.Limits, tenants)
+		v.route(path, r, c.Limits, tenants, nameKeys("tenants", len(c.Tenants)))
 		protos := r.Subprotocols
 		if len(protos) == 0 {
 			protos = []string{""} // the path's default
@@ -486,7 +496,7 @@ func (v *validator) budget(path string, b Budget) {
 	}
 }
 
-func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bool) {
+func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bool, tenantNames []string) {
 	if !strings.HasPrefix(r.Path, "/") {
 		v.add(path+".path", "%q must start with /", r.Path)
 	}
@@ -530,7 +540,7 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 	}
 	for j, t := range r.Tenants {
 		if !tenants[t] {
-			v.add(fmt.Sprintf("%s.tenants[%d]", path, j), "no tenant is named %q", t)
+			v.addAfter(tenantNames, fmt.Sprintf("%s.tenants[%d]", path, j), "no tenant is named %q", t)
 		}
 	}
 	if r.MaxMessageBytes < 0 || r.MaxMessageBytes > l.MaxMessageBytes {
