@@ -25,8 +25,10 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gateway
 
+# make run LISTEN=127.0.0.1:9000 ADMIN=127.0.0.1:9001 serves the same file on
+# other addresses (serve's --listen and --admin-listen).
 run: build
-	./$(BIN) serve --config config.example.yaml
+	./$(BIN) serve --config config.example.yaml$(if $(LISTEN), --listen $(LISTEN))$(if $(ADMIN), --admin-listen $(ADMIN))
 
 # The test command of the README and of CI: static checks, then every test
 # with the race detector, the deployment files' (a module of their own) too.

@@ -98,7 +98,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.handles = &handleRoutes{pins: newPins(cfg.Pins.Size), ids: newIDCodec(cfg.ExecutionIDs.Key), members: map[string]*member{}}
 	g.base, g.cancel = context.WithCancel(context.Background())
 	var err error
-	if g.tracing, err = startTracing(cfg.Tracing, opts.Version); err != nil {
+	if g.tracing, err = startTracing(cfg.Tracing, opts.Version, g.log); err != nil {
 		g.Close()
 		return nil, err
 	}

@@ -52,3 +52,26 @@ routes:
 		t.Fatalf("logged refusals %v, want %v, in:\n%s", got, want, logs.String())
 	}
 }
+
+// allowAnyOrigin lets a page of any origin connect, but never the opaque
+// origin "null" of a file:// or sandboxed page.
+func TestAllowAnyOriginLetsEveryOriginButNull(t *testing.T) {
+	key := auth.NewAPIKey()
+	hash, _ := auth.HashAPIKey(key)
+	var logs testutil.Buffer
+	_, hs, _ := serveConfig(t, fmt.Sprintf(`listen: 127.0.0.1:0
+backends: [{name: local, type: local, local: {maxWorkers: 1}}]
+tenants:
+  - {name: acme, backend: local, keys: [{name: k, hash: %s}]}
+routes:
+  - path: /v1/executor
+    kind: executor
+    allowAnyOrigin: true
+`, hash), &logs)
+	for origin, want := range map[string]int{"https://evil.test": 101, "http://127.0.0.1:8000": 101, "https://[::1]:8443": 101, "null": 403} {
+		header := http.Header{"Authorization": {"Bearer " + key}, "Origin": {origin}}
+		if got := upgradeStatus(t, hs.URL+"/v1/executor", header); got != want {
+			t.Errorf("Origin %s: %d, want %d", origin, got, want)
+		}
+	}
+}

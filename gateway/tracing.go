@@ -13,9 +13,9 @@ import (
 
 // startTracing starts the tracer provider the configuration asks for; nil
 // (no spans, no cost) when tracing is off.
-func startTracing(c config.Tracing, version string) (*telemetry.Tracing, error) {
+func startTracing(c config.Tracing, version string, logger *slog.Logger) (*telemetry.Tracing, error) {
 	s := telemetry.Settings{Enabled: c.Enabled, Protocol: c.Protocol, Endpoint: c.Endpoint, SampleRatio: c.SampleRatio,
-		ServiceName: c.ServiceName, Version: version, RecordDigests: c.RecordDigests}
+		ServiceName: c.ServiceName, Version: version, RecordDigests: c.RecordDigests, Logger: logger}
 	if len(c.Headers) > 0 {
 		s.Headers = map[string]string{}
 		for _, h := range c.Headers {

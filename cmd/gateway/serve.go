@@ -85,6 +85,11 @@ backend instead, without a configuration file (serve --executor-server -h).`)
 			gw.ReloadFile()
 		}
 	}()
+	// SIGINT and SIGTERM drain from here on: a script that reads the
+	// listening lines below and then signals is never met by the default
+	// action, which would end the process without a drain.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	guard := connlimit.Options{MaxUnauthenticated: cfg.Connections.MaxUnauthenticated, Reserve: cfg.DescriptorReserve(runtime.NumCPU())}
 	ln, scheme, err := listenMaybeTLS(cfg.Listen, gw.TLSConfig(), &guard)
 	if err != nil {
@@ -101,8 +106,6 @@ backend instead, without a configuration file (serve --executor-server -h).`)
 	// Tests and scripts read the addresses from these lines.
 	announce(stdout, cfg.Log.Format, "gateway listening on", fmt.Sprintf("%s://%s", scheme, ln.Addr()))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if !serveUntil(ctx, srv, ln, logger) {
 		return 1
 	}
@@ -314,7 +317,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	exec := gateway.NewExecutorServer(pl, logger, runningVersion())
 	defer exec.Close()
-	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion()})
+	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion(), Logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
@@ -328,6 +331,9 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	})
 	defer api.Close()
 
+	// Signals drain from here on, before the listening line is printed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	// The local backend's worker processes need descriptors the listener
 	// must leave them.
 	ln, _, err := listenMaybeTLS(*listen, nil, &connlimit.Options{Reserve: connlimit.DefaultReserve + config.DescriptorsPerWorker*pl.Options().MaxWorkers})
@@ -348,8 +354,6 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	logger.Info("executor server started", "addr", ln.Addr().String(), "path", *path, "auth", keys != nil)
 
 	srv := newServer(mux, idle)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if !serveUntil(ctx, srv, ln, logger) {
 		return 1
 	}

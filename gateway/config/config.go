@@ -376,7 +376,11 @@ type Route struct {
 	// compared (see OriginPattern). Empty allows requests without an
 	// Origin and same-host origins only.
 	AllowedOrigins []string `yaml:"allowedOrigins"`
-	// Origins are AllowedOrigins parsed, by validation.
+	// AllowAnyOrigin lets a page of any origin connect (except the opaque
+	// "null"); allowedOrigins refuses an entry that would mean it.
+	AllowAnyOrigin bool `yaml:"allowAnyOrigin"`
+	// Origins are AllowedOrigins parsed, by validation; with AllowAnyOrigin
+	// the pattern of every host.
 	Origins []OriginPattern `yaml:"-"`
 	// MaxMessageBytes bounds one WebSocket message. Default: the operator
 	// limit.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -472,5 +473,45 @@ func TestAKeyHashInOtherCaseIsTheSameKey(t *testing.T) {
 	_, err := Parse("c.yaml", []byte(upper), noEnv)
 	if want := "c.yaml:13: tenants[1].keys[0].hash: the same key is already configured as demo/k; every key must be distinct"; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
+	}
+}
+
+// A key that did not decode is reported once: the problems that only
+// follow from it (a burst without a rate, a tenant's value above a limit
+// that fell back to its default, a reference to a name) are not reported
+// beside it.
+func TestNoFollowOnProblemsOfAKeyThatDidNotDecode(t *testing.T) {
+	src := strings.Replace(good, "    backend: local\n", "    backend: local\n    policy: {rate: \"five\", burst: 3, timeoutMs: 400000, maxConcurrent: 100}\n", 1)
+	src = strings.Replace(src, "backends:\n", "limits: {timeoutMs: lots, maxConcurrent: many}\nbackends:\n", 1)
+	want := []string{
+		`c.yaml:2: limits.timeoutMs: must be a whole number, not the string "lots"`,
+		`c.yaml:2: limits.maxConcurrent: must be a whole number, not the string "many"`,
+		`c.yaml:9: tenants[0].policy.rate: must be a number, not the string "five"`,
+	}
+	if got := problems(t, src, 2); !slices.Equal(got, want) {
+		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// With the limits valid, the same policy's own problems remain.
+	src = strings.Replace(src, "limits: {timeoutMs: lots, maxConcurrent: many}\n", "", 1)
+	src = strings.Replace(src, `rate: "five", `, "", 1)
+	want = []string{
+		`c.yaml:8: tenants[0].policy.timeoutMs: 400000 is outside the operator limit: use 1 to 300000 (limits.timeoutMs)`,
+		`c.yaml:8: tenants[0].policy.maxConcurrent: 100 is outside the operator limit: use 1 to 64 (limits.maxConcurrent)`,
+		`c.yaml:8: tenants[0].policy.burst: burst needs a rate: set rate (executions per second) too`,
+	}
+	if got := problems(t, src, 2); !slices.Equal(got, want) {
+		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A name that did not decode: what refers to it is not reported as
+	// naming nothing.
+	src = strings.Replace(good, "  - name: local\n", "  - name: [local]\n", 1)
+	src = strings.Replace(src, "  - name: demo\n", "  - name: [demo]\n", 1)
+	src = strings.Replace(src, "    kind: executor\n", "    kind: executor\n    tenants: [demo]\n", 1)
+	want = []string{
+		`c.yaml:3: backends[0].name: must be a string, not a list`,
+		`c.yaml:6: tenants[0].name: must be a string, not a list`,
+	}
+	if got := problems(t, src, 2); !slices.Equal(got, want) {
+		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

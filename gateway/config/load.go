@@ -65,6 +65,9 @@ type Problem struct {
 	Path string
 	// Msg says what is wrong and what to do.
 	Msg string
+	// after are the keys this problem follows from: when one of them did
+	// not decode, its own problem says it all and this one is dropped.
+	after []string
 }
 
 func (p *Problem) Error() string {
@@ -148,7 +151,8 @@ func Parse(file string, data []byte, getenv Getenv) (*Config, error) {
 // parse is Parse on a machine of numCPU CPUs. Every problem is reported:
 // those of decoding (unknown keys, values of the wrong kind) and those of
 // validation, except the validation problems of a key that did not decode,
-// which would only repeat them. A syntax error is the one problem.
+// which would only repeat them, and those that follow from it (a burst
+// without a rate, when the rate did not decode). A syntax error is the one problem.
 func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error) {
 	var cfg Config
 	decoded, lines, stopped := decodeFile(file, data, &cfg)
@@ -164,7 +168,9 @@ func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error)
 	for _, p := range decoded {
 		broken = append(broken, p.Path)
 	}
-	all := append(decoded, slices.DeleteFunc(v.problems, func(p *Problem) bool { return underAny(p.Path, broken) })...)
+	all := append(decoded, slices.DeleteFunc(v.problems, func(p *Problem) bool {
+		return underAny(p.Path, broken) || slices.ContainsFunc(p.after, func(k string) bool { return underAny(k, broken) })
+	})...)
 	// In document order; the problems of the whole file (no line) last.
 	slices.SortStableFunc(all, func(a, b *Problem) int {
 		return cmp.Compare(lineOrLast(a.Line), lineOrLast(b.Line))

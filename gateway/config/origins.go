@@ -29,6 +29,16 @@ func ParseOrigin(entry string) (OriginPattern, error) {
 	if strings.TrimSpace(entry) != entry || strings.ContainsAny(entry, " \t") {
 		return OriginPattern{}, fmt.Errorf("%q can never match: an origin holds no spaces", entry)
 	}
+	if scheme, rest, ok := misspeltScheme(entry); ok {
+		fixed := scheme + "://" + rest
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			fixed = scheme + "://" + rest[:i]
+		}
+		if _, err := ParseOrigin(fixed); err == nil {
+			return OriginPattern{}, fmt.Errorf("%q can never match: a scheme is followed by \"://\"; write %q", entry, fixed)
+		}
+		return OriginPattern{}, fmt.Errorf("%q can never match: a scheme is followed by \"://\"", entry)
+	}
 	scheme, host, full := strings.Cut(entry, "://")
 	if !full {
 		scheme, host = "", entry
@@ -51,6 +61,15 @@ func ParseOrigin(entry string) (OriginPattern, error) {
 		return OriginPattern{}, fmt.Errorf("%q can never match: browsers leave the default port out of an origin; write %q", entry, entryOf(scheme, bare))
 	}
 	host = strings.ToLower(host)
+	if strings.Trim(host, "*") == "" {
+		// A pattern of every host: said on purpose with allowAnyOrigin,
+		// not by a CORS habit.
+		whose := "any origin"
+		if scheme != "" {
+			whose = "any " + scheme + ":// origin"
+		}
+		return OriginPattern{}, fmt.Errorf("%q is refused: it lets a page of %s connect with a tenant's credential; list the origins of your pages, or set allowAnyOrigin: true on the route if every origin may", entry, whose)
+	}
 	if strings.HasPrefix(host, "[") {
 		// An IPv6 literal: its brackets are the address's, not a
 		// character class.
@@ -64,6 +83,24 @@ func ParseOrigin(entry string) (OriginPattern, error) {
 		return OriginPattern{}, fmt.Errorf("%q is not a valid pattern (%v); use * and ? for parts of a host", entry, err)
 	}
 	return OriginPattern{Scheme: scheme, Host: host}, nil
+}
+
+// misspeltScheme finds an http or https scheme whose "://" is misspelt
+// ("http//", "https:/", "http:///"): read as a host with a path, the entry
+// would otherwise be cut to the scheme's name.
+func misspeltScheme(entry string) (scheme, rest string, ok bool) {
+	for _, s := range []string{"https", "http"} {
+		if len(entry) <= len(s) || !strings.EqualFold(entry[:len(s)], s) {
+			continue
+		}
+		after := entry[len(s):]
+		rest = strings.TrimLeft(strings.TrimPrefix(after, ":"), "/")
+		sep := after[:len(after)-len(rest)]
+		if sep != "://" && strings.Contains(sep, "/") && rest != "" {
+			return s, rest, true
+		}
+	}
+	return "", "", false
 }
 
 func entryOf(scheme, host string) string {

@@ -17,6 +17,12 @@ func TestAllowedOriginsThatCanNeverMatch(t *testing.T) {
 		{`"null"`, `"null" can never match: it is the opaque origin of file:// and sandboxed pages, which the gateway always refuses`},
 		{`"https://"`, `"https://" names no host: write a host pattern (app.example.com, *.example.com) or an origin (https://app.example.com)`},
 		{`""`, `"" names no host: write a host pattern (app.example.com, *.example.com) or an origin (https://app.example.com)`},
+		{`"http//app.example.com"`, `"http//app.example.com" can never match: a scheme is followed by "://"; write "http://app.example.com"`},
+		{`"HTTPS:/app.example.com:8443/ui"`, `"HTTPS:/app.example.com:8443/ui" can never match: a scheme is followed by "://"; write "https://app.example.com:8443"`},
+		{`"https:///app.example.com"`, `"https:///app.example.com" can never match: a scheme is followed by "://"; write "https://app.example.com"`},
+		{`"http//app.example.com:80"`, `"http//app.example.com:80" can never match: a scheme is followed by "://"`},
+		{`"*"`, `"*" is refused: it lets a page of any origin connect with a tenant's credential; list the origins of your pages, or set allowAnyOrigin: true on the route if every origin may`},
+		{`"HTTPS://**"`, `"HTTPS://**" is refused: it lets a page of any https:// origin connect with a tenant's credential; list the origins of your pages, or set allowAnyOrigin: true on the route if every origin may`},
 		{`"https://user@app.example.com"`, `"https://user@app.example.com" can never match: an origin has no user name`},
 		{`" app.example.com"`, `" app.example.com" can never match: an origin holds no spaces`},
 		{`"[app.example.com"`, `"[app.example.com" can never match: a host in brackets is an IPv6 address, such as [::1]:8000`},
@@ -32,6 +38,24 @@ func TestAllowedOriginsThatCanNeverMatch(t *testing.T) {
 	src := strings.Replace(good, "    kind: executor\n", "    kind: executor\n    allowedOrigins: [\"http://127.0.0.1:8000\", \"*.example.com\", \"https://*.example.org:8443\", \"localhost:3000\"]\n", 1)
 	if got := problems(t, src, 2); got != nil {
 		t.Fatalf("valid entries refused:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// allowAnyOrigin is how a route lets every origin connect; beside
+// allowedOrigins it is refused, since the list would mean nothing.
+func TestAllowAnyOrigin(t *testing.T) {
+	src := strings.Replace(good, "    kind: executor\n", "    kind: executor\n    allowAnyOrigin: true\n", 1)
+	cfg, err := Parse("c.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.Routes[0].Origins; len(o) != 1 || !o[0].Matches("https", "anything.example:8443") || !o[0].Matches("http", "127.0.0.1") {
+		t.Fatalf("allowAnyOrigin gave %v", o)
+	}
+	src = strings.Replace(good, "    kind: executor\n", "    kind: executor\n    allowedOrigins: [app.example.com]\n    allowAnyOrigin: true\n", 1)
+	want := "c.yaml:15: routes[0].allowAnyOrigin: lets every origin connect, so allowedOrigins would add nothing: keep one of the two"
+	if got := problems(t, src, 2); len(got) != 1 || got[0] != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
 }
 

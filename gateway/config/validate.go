@@ -35,6 +35,23 @@ func (v *validator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, &Problem{File: v.file, Line: lineOf(v.lines, path), Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// addAfter is add for a problem that follows from the keys after: it is
+// dropped when one of them did not decode, which was reported already.
+func (v *validator) addAfter(after []string, path, format string, args ...any) {
+	v.add(path, format, args...)
+	v.problems[len(v.problems)-1].after = after
+}
+
+// nameKeys are the name keys of a list's n entries: a reference to a
+// name follows from them, and says nothing new when one did not decode.
+func nameKeys(list string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s[%d].name", list, i)
+	}
+	return out
+}
+
 // notNegative reports the key at path when its value is below zero.
 func (v *validator) notNegative(path string, n int64) {
 	if n < 0 {
@@ -158,7 +175,7 @@ func (v *validator) validate(c *Config) {
 		if t.Backend == "" {
 			v.add(path+".backend", "is required: the name of the backend group this tenant's executions run on")
 		} else if _, ok := backends[t.Backend]; !ok {
-			v.add(path+".backend", "no backend is named %q; declare it under backends or use one of: %s", t.Backend, names(c.Backends))
+			v.addAfter(nameKeys("backends", len(c.Backends)), path+".backend", "no backend is named %q; declare it under backends or use one of: %s", t.Backend, names(c.Backends))
 		}
 		if len(t.Keys) == 0 && c.JWT == nil {
 			v.add(path+".keys", "tenant %q has no API keys and no jwt section is configured, so nobody can authenticate as it", t.Name)
@@ -212,7 +229,7 @@ func (v *validator) validate(c *Config) {
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		path := fmt.Sprintf("routes[%d]", i)
-		v.route(path, r, c.Limits, tenants)
+		v.route(path, r, c.Limits, tenants, nameKeys("tenants", len(c.Tenants)))
 		protos := r.Subprotocols
 		if len(protos) == 0 {
 			protos = []string{""} // the path's default
@@ -423,7 +440,7 @@ func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
 
 func (v *validator) policy(path string, p *Policy, l Limits) {
 	if p.TimeoutMs < 0 || p.TimeoutMs > l.TimeoutMs {
-		v.add(path+".timeoutMs", "%d is outside the operator limit: use 1 to %d (limits.timeoutMs)", p.TimeoutMs, l.TimeoutMs)
+		v.addAfter([]string{"limits.timeoutMs"}, path+".timeoutMs", "%d is outside the operator limit: use 1 to %d (limits.timeoutMs)", p.TimeoutMs, l.TimeoutMs)
 	}
 	for _, f := range []struct {
 		key      string
@@ -434,7 +451,7 @@ func (v *validator) policy(path string, p *Policy, l Limits) {
 		{"maxHandles", p.MaxHandles, l.MaxHandles},
 	} {
 		if f.n < 0 || f.n > f.limit {
-			v.add(path+"."+f.key, "%d is outside the operator limit: use 1 to %d (limits.%s)", f.n, f.limit, f.key)
+			v.addAfter([]string{"limits." + f.key}, path+"."+f.key, "%d is outside the operator limit: use 1 to %d (limits.%s)", f.n, f.limit, f.key)
 		}
 	}
 	p.NativeDenyRanges = v.cidrs(path+".nativeDeny", p.NativeDeny)
@@ -451,7 +468,7 @@ func (v *validator) policy(path string, p *Policy, l Limits) {
 	}
 	v.budget(path+".budget", p.Budget)
 	if p.Rate == 0 && p.Burst != 0 {
-		v.add(path+".burst", "burst needs a rate: set rate (executions per second) too")
+		v.addAfter([]string{path + ".rate"}, path+".burst", "burst needs a rate: set rate (executions per second) too")
 	}
 }
 
@@ -479,7 +496,7 @@ func (v *validator) budget(path string, b Budget) {
 	}
 }
 
-func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bool) {
+func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bool, tenantNames []string) {
 	if !strings.HasPrefix(r.Path, "/") {
 		v.add(path+".path", "%q must start with /", r.Path)
 	}
@@ -515,13 +532,19 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 			r.Origins = append(r.Origins, p)
 		}
 	}
+	if r.AllowAnyOrigin {
+		if len(r.AllowedOrigins) > 0 {
+			v.add(path+".allowAnyOrigin", "lets every origin connect, so allowedOrigins would add nothing: keep one of the two")
+		}
+		r.Origins = []OriginPattern{{Host: "*"}}
+	}
 	for j, t := range r.Tenants {
 		if !tenants[t] {
-			v.add(fmt.Sprintf("%s.tenants[%d]", path, j), "no tenant is named %q", t)
+			v.addAfter(tenantNames, fmt.Sprintf("%s.tenants[%d]", path, j), "no tenant is named %q", t)
 		}
 	}
 	if r.MaxMessageBytes < 0 || r.MaxMessageBytes > l.MaxMessageBytes {
-		v.add(path+".maxMessageBytes", "%d is outside the operator limit: use 1 to %d (limits.maxMessageBytes)", r.MaxMessageBytes, l.MaxMessageBytes)
+		v.addAfter([]string{"limits.maxMessageBytes"}, path+".maxMessageBytes", "%d is outside the operator limit: use 1 to %d (limits.maxMessageBytes)", r.MaxMessageBytes, l.MaxMessageBytes)
 	}
 }
 

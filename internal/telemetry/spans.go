@@ -29,7 +29,6 @@ const (
 	QueueWaitMs   = attribute.Key("codemode.queue_wait_ms")
 	BytesIn       = attribute.Key("codemode.bytes_in")
 	BytesOut      = attribute.Key("codemode.bytes_out")
-	RouteKind     = attribute.Key("codemode.route_kind")
 	Subprotocol   = attribute.Key("codemode.subprotocol")
 	ToolProvider  = attribute.Key("codemode.tool.provider")
 	ToolName      = attribute.Key("codemode.tool.name")

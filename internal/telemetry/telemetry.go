@@ -1,5 +1,6 @@
 // Package telemetry is the gateway's OpenTelemetry tracing: the tracer
-// provider its configuration asks for (OTLP over HTTP, off by default), the
+// provider its configuration asks for (OTLP over HTTP or gRPC, or spans
+// written to the gateway's log; off by default), the
 // spans of connections, executions, tool calls, outbound requests and handle
 // invocations, and the W3C trace context that crosses the executor protocol
 // as an extension of the call options.
@@ -15,9 +16,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+
+	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -60,6 +66,10 @@ type Settings struct {
 	// RecordDigests adds the sizes and SHA-256 digests of program text,
 	// tool arguments and tool results to their spans.
 	RecordDigests bool
+	// Logger is the process's log: the console exporter writes spans to
+	// it, and the SDK's own errors (a failed export) are logged on it.
+	// Nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // Tracing is a started tracer provider. A nil *Tracing is valid and off.
@@ -71,20 +81,52 @@ type Tracing struct {
 
 var off = noop.NewTracerProvider().Tracer(ScopeName)
 
-// Start makes the tracer provider s asks for. Off (s.Enabled false, or
-// OTEL_SDK_DISABLED=true) it returns nil and costs nothing further.
+// The exporters OTEL_TRACES_EXPORTER may name.
+const (
+	ExporterOTLP    = "otlp"
+	ExporterConsole = "console"
+	ExporterNone    = "none"
+)
+
+// Start makes the tracer provider s asks for. Off it returns nil and costs
+// nothing further: off unless s.Enabled or OTEL_TRACES_EXPORTER names
+// console, and off whatever s says with OTEL_SDK_DISABLED=true or
+// OTEL_TRACES_EXPORTER=none. OTEL_TRACES_EXPORTER picks the exporters
+// (otlp, console, or both: "otlp,console"); an unknown one is an error.
 func Start(s Settings) (*Tracing, error) {
-	if !s.Enabled || strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
-		return nil, nil
-	}
-	if s.Protocol == "" {
-		// The standard variables, as the SDKs read them.
-		s.Protocol = cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
-	}
-	exp, err := newExporter(s)
+	exporters, err := tracesExporters(os.Getenv("OTEL_TRACES_EXPORTER"))
 	if err != nil {
 		return nil, err
 	}
+	if len(exporters) == 0 || strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
+		return nil, nil
+	}
+	if !s.Enabled && !slices.Contains(exporters, ExporterConsole) {
+		return nil, nil
+	}
+	logger := cmp.Or(s.Logger, slog.Default())
+	var popts []sdktrace.TracerProviderOption
+	for _, name := range exporters {
+		if name == ExporterConsole {
+			popts = append(popts, sdktrace.WithSpanProcessor(console{logger.Handler()}))
+			continue
+		}
+		if s.Protocol == "" {
+			// The standard variables, as the SDKs read them.
+			s.Protocol = cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
+		}
+		exp, err := newExporter(s)
+		if err != nil {
+			return nil, err
+		}
+		popts = append(popts, sdktrace.WithBatcher(exp))
+	}
+	// The SDK reports what goes wrong (an export that failed) through
+	// these two: by default plain lines on stderr, whatever log.format.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("tracing failed", "error", err)
+	}))
+	otel.SetLogger(logr.FromSlogHandler(logger.Handler()))
 	name := s.ServiceName
 	if name == "" {
 		name = "codemode-gateway"
@@ -99,12 +141,38 @@ func Start(s Settings) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: the resource from OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	popts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
+	popts = append(popts, sdktrace.WithResource(res))
 	if s.SampleRatio != nil {
 		popts = append(popts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*s.SampleRatio))))
 	}
 	tp := sdktrace.NewTracerProvider(popts...)
 	return &Tracing{provider: tp, tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(s.Version)), digests: s.RecordDigests}, nil
+}
+
+// tracesExporters reads OTEL_TRACES_EXPORTER: a comma-separated list of
+// exporters, otlp when empty, none (nothing) alone.
+func tracesExporters(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return []string{ExporterOTLP}, nil
+	}
+	var out []string
+	for _, name := range strings.Split(v, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		switch name {
+		case ExporterOTLP, ExporterConsole:
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		case ExporterNone:
+			if v = strings.TrimSpace(v); !strings.EqualFold(v, ExporterNone) {
+				return nil, fmt.Errorf("tracing: OTEL_TRACES_EXPORTER=%q: none turns tracing off and goes alone", v)
+			}
+			return nil, nil
+		default:
+			return nil, fmt.Errorf("tracing: OTEL_TRACES_EXPORTER names %q, which is not an exporter this gateway has; use otlp, console, both (otlp,console) or none", name)
+		}
+	}
+	return out, nil
 }
 
 // The OTLP transports.
