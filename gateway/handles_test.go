@@ -55,6 +55,16 @@ func TestPinsRouteHandlesForTheirTenantOnly(t *testing.T) {
 	if _, err := first.InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"}); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
 		t.Fatalf("invoke after close gave %v", err)
 	}
+	// The pin table's misses are counted by the tenant that called.
+	for series, want := range map[string]string{
+		`codemode_pin_misses_total{tenant="initech"}`: "3",
+		`codemode_pin_misses_total{tenant="globex"}`:  "1",
+		`codemode_pin_hits_total`:                     "2",
+	} {
+		if got := e.metric(t, series); got != want {
+			t.Errorf("%s = %s, want %s", series, got, want)
+		}
+	}
 }
 
 func TestHandleBoundsEvictAndClose(t *testing.T) {
