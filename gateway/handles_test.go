@@ -114,7 +114,7 @@ func TestExecutionIDsRouteAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.ExecutionID
-	if !strings.HasPrefix(id, "x1.") {
+	if !strings.HasPrefix(id, "x2.") {
 		t.Fatalf("the client saw %q, not a gateway id", id)
 	}
 	// Replica b: same key, same backend member, same tenant keys.
