@@ -240,3 +240,20 @@ func memberClosesHandlesByItself(t *testing.T, outbound protocol.Outbound) {
 	}
 	testutil.WaitFor(t, 10*time.Second, func() bool { return pins() == "0" }, "the pin to go when the member closed (codemode_pins %s)", pins())
 }
+
+// TestLongExecutionIDIsEchoedBounded: a 500 KB executionId meets
+// HANDLES_CLOSED whose text names the id's first 64 bytes and its length,
+// not the whole id.
+func TestLongExecutionIDIsEchoedBounded(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "globex")
+	long := "x2." + strings.Repeat("A", 500<<10)
+	want := `Execution "` + long[:64] + `… (512003 bytes)" holds no handles: they were closed, expired at the idle bound, or never granted. Execute again with retainHandles to get a fresh executionId.`
+	_, err := ex.InvokeHandle(testCtx(t), long, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
+	if protocol.CodeOf(err) != protocol.CodeHandlesClosed || err.Error() != want {
+		t.Fatalf("invoke with a 500 KB id: %.300v, want %q", err, want)
+	}
+	if err := ex.CloseHandles(testCtx(t), long); protocol.CodeOf(err) != protocol.CodeHandlesClosed || err.Error() != want {
+		t.Fatalf("close with a 500 KB id: %.300v, want %q", err, want)
+	}
+}
