@@ -22,7 +22,8 @@ type Identity struct {
 	// Method is how it was proved: "api-key" or "jwt".
 	Method string
 	// Credential names the credential without revealing it: the API key's
-	// configured name, or the JWT's subject. Safe to log.
+	// configured name, or the JWT's subject (else the kid of its key,
+	// else its issuer), at most 64 bytes of it. Safe to log.
 	Credential string
 }
 

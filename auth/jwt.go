@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -252,7 +253,7 @@ func (v *JWTVerifier) Authenticate(_ context.Context, token string) (Identity, e
 		return Identity{}, ErrUnrecognized
 	}
 	claims := jwt.MapClaims{}
-	_, err := jwt.ParseWithClaims(token, claims, v.keyFor,
+	t, err := jwt.ParseWithClaims(token, claims, v.keyFor,
 		jwt.WithValidMethods([]string{"HS256", "RS256", "ES256"}),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuer(v.cfg.Issuer),
@@ -260,15 +261,63 @@ func (v *JWTVerifier) Authenticate(_ context.Context, token string) (Identity, e
 		jwt.WithLeeway(v.cfg.Leeway),
 		jwt.WithTimeFunc(v.cfg.Now),
 	)
+	tenant, _ := claims[v.cfg.TenantClaim].(string)
 	if err != nil {
-		return Identity{}, errors.Join(ErrInvalid, jwtReason(err))
+		invalid := errors.Join(ErrInvalid, jwtReason(err))
+		if errors.Is(err, jwt.ErrTokenInvalidClaims) && tenant != "" {
+			// Its signature verified, so a configured key vouches for the
+			// tenant it names; only a claim failed (exp, nbf, iss, aud).
+			return Identity{}, &claimsError{tenant: tenant, error: invalid}
+		}
+		return Identity{}, invalid
 	}
-	tenant, ok := claims[v.cfg.TenantClaim].(string)
-	if !ok || tenant == "" {
+	if tenant == "" {
 		return Identity{}, errors.Join(ErrInvalid, fmt.Errorf("the token has no %q claim naming a tenant", v.cfg.TenantClaim))
 	}
-	sub, _ := claims["sub"].(string)
-	return Identity{Tenant: tenant, Method: "jwt", Credential: sub}, nil
+	return Identity{Tenant: tenant, Method: "jwt", Credential: jwtCredential(claims, t)}, nil
+}
+
+// maxCredentialName bounds what Identity.Credential takes from a token.
+const maxCredentialName = 64
+
+// jwtCredential names a verified token for the logs: its subject, else
+// "kid " and the kid of the key that signed it, else "iss " and its
+// issuer, cut to maxCredentialName bytes and "…".
+func jwtCredential(claims jwt.MapClaims, t *jwt.Token) string {
+	name := ""
+	if sub, _ := claims["sub"].(string); sub != "" {
+		name = sub
+	} else if kid, _ := t.Header["kid"].(string); kid != "" {
+		name = "kid " + kid
+	} else if iss, _ := claims["iss"].(string); iss != "" {
+		name = "iss " + iss
+	}
+	if len(name) > maxCredentialName {
+		name = strings.ToValidUTF8(name[:maxCredentialName], "") + "…"
+	}
+	return name
+}
+
+// claimsError is an invalid token whose signature verified: the tenant it
+// names is known, though the token does not authenticate.
+type claimsError struct {
+	tenant string
+	error
+}
+
+func (e *claimsError) Unwrap() error { return e.error }
+
+// TenantOf is the tenant an invalid credential belongs to when that much
+// is proved: a JWT whose signature verified and whose claims failed (it
+// expired, say). "" when nothing is proved, which is every other failure.
+// The name comes from a token a configured key signed; the caller still
+// checks it against its tenants before using it.
+func TenantOf(err error) string {
+	var ce *claimsError
+	if errors.As(err, &ce) {
+		return ce.tenant
+	}
+	return ""
 }
 
 // keyFor offers every configured key of the token's algorithm (and of its

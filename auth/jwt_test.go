@@ -322,3 +322,69 @@ func FuzzParseJWKS(f *testing.F) {
 		_, _ = parseJWKS(data)
 	})
 }
+
+// A verified token's Credential names it for the logs: its subject, else
+// its key's kid, else its issuer, cut at 64 bytes.
+func TestJWTCredentialNamesTheToken(t *testing.T) {
+	cfg := baseConfig()
+	cfg.HMACSecret = hmacKey
+	v, err := NewJWTVerifier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSub := baseClaims()
+	delete(noSub, "sub")
+	long := baseClaims()
+	long["sub"] = strings.Repeat("s", 500)
+	for name, c := range map[string]struct {
+		claims jwt.MapClaims
+		kid    string
+		want   string
+	}{
+		"subject":        {baseClaims(), "k1", "app-1"},
+		"kid":            {noSub, "k1", "kid k1"},
+		"issuer":         {noSub, "", "iss https://issuer.example"},
+		"a long subject": {long, "", strings.Repeat("s", 64) + "…"},
+	} {
+		id, err := v.Authenticate(context.Background(), sign(t, jwt.SigningMethodHS256, hmacKey, c.claims, c.kid))
+		if err != nil || id.Credential != c.want {
+			t.Errorf("%s: Credential %q (%v), want %q", name, id.Credential, err, c.want)
+		}
+	}
+}
+
+// TenantOf names the tenant of a token whose signature verified and whose
+// claims failed, and nothing for a token no configured key signed.
+func TestTenantOfAnInvalidToken(t *testing.T) {
+	cfg := baseConfig()
+	cfg.HMACSecret = hmacKey
+	v, err := NewJWTVerifier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := baseClaims()
+	expired["exp"] = testNow.Add(-time.Hour).Unix()
+	noTenant := baseClaims()
+	delete(noTenant, "tenant")
+	for name, c := range map[string]struct {
+		token string
+		want  string
+	}{
+		"expired":            {sign(t, jwt.SigningMethodHS256, hmacKey, expired, ""), "acme"},
+		"forged and expired": {sign(t, jwt.SigningMethodHS256, []byte("another secret of thirty-two bytes!"), expired, ""), ""},
+		"no tenant":          {sign(t, jwt.SigningMethodHS256, hmacKey, noTenant, ""), ""},
+		"malformed":          {"a.b.c", ""},
+	} {
+		_, err := v.Authenticate(context.Background(), c.token)
+		if !errors.Is(err, ErrInvalid) || TenantOf(err) != c.want {
+			t.Errorf("%s: TenantOf(%v) = %q, want %q", name, err, TenantOf(err), c.want)
+		}
+	}
+	keys, err := NewAPIKeys([]APIKey{{Name: "k", Tenant: "acme", Hash: KeyHash{1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Authenticate(context.Background(), "cmk_not-a-configured-key-at-all"); TenantOf(err) != "" {
+		t.Errorf("an unknown API key is attributed to %q", TenantOf(err))
+	}
+}

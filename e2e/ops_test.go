@@ -110,7 +110,7 @@ func TestMetricsCountAScriptedWorkload(t *testing.T) {
 		`codemode_outbound_total{mode="stub",tenant="alpha"}`:                            1,
 		`codemode_outbound_requests_total{mode="stub",tenant="alpha"}`:                   2,
 		`codemode_execution_run_clock_seconds_count{backend="local",tenant="alpha"}`:     7,
-		`codemode_auth_failures_total{reason="unauthenticated"}`:                         1,
+		`codemode_auth_failures_total{reason="unauthenticated",tenant="unknown"}`:        1,
 		`codemode_connections{kind="executor",tenant="alpha"}`:                           1,
 		`codemode_executions_in_flight{tenant="alpha"}`:                                  0,
 		`codemode_backend_healthy{backend="local",member="local"}`:                       1,

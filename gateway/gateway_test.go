@@ -771,3 +771,71 @@ func TestCloseTellsClientsToReconnect(t *testing.T) {
 		t.Fatalf("the session ended with %v, want 1001 %q", err, gateway.GoingAwayReason)
 	}
 }
+
+// TestAuthFailuresNameTheTenantWhenProved: codemode_auth_failures_total
+// carries the tenant a refused credential proved it belongs to (a JWT
+// whose signature verified but which expired, a key refused on a route or
+// from an origin), else "unknown"; a JWT's connection logs a name for the
+// token, never an empty credential.
+func TestAuthFailuresNameTheTenantWhenProved(t *testing.T) {
+	e := start(t, nil)
+	jwtFor := func(claims jwt.MapClaims, secret string) string {
+		s, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+		return s
+	}
+	claims := func(tenant string, exp time.Time) jwt.MapClaims {
+		return jwt.MapClaims{"iss": "https://issuer.example", "aud": "gateway", "tenant": tenant, "exp": exp.Unix()}
+	}
+	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		name   string
+		path   string
+		header http.Header
+		want   int
+	}{
+		{"no credential", "/v1/executor", nil, 401},
+		{"unknown key", "/v1/executor", bearer(auth.NewAPIKey()), 401},
+		{"forged jwt", "/v1/executor", bearer(jwtFor(claims("globex", future), strings.Repeat("x", 32))), 401},
+		{"forged and expired jwt", "/v1/executor", bearer(jwtFor(claims("globex", past), strings.Repeat("x", 32))), 401},
+		{"expired jwt", "/v1/executor", bearer(jwtFor(claims("globex", past), jwtSecret)), 401},
+		{"expired jwt of no configured tenant", "/v1/executor", bearer(jwtFor(claims("hooli", past), jwtSecret)), 401},
+		{"jwt of no configured tenant", "/v1/executor", bearer(jwtFor(claims("hooli", future), jwtSecret)), 403},
+		{"tenant not on the route", "/v1/acme-only", bearer(e.keys["globex"]), 403},
+		{"foreign origin", "/v1/executor", http.Header{"Authorization": {"Bearer " + e.keys["acme"]}, "Origin": {"https://evil.test"}}, 403},
+	} {
+		if got := e.upgrade(t, c.path, c.header); got != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
+		}
+	}
+	for series, want := range map[string]string{
+		`codemode_auth_failures_total{reason="unauthenticated",tenant="unknown"}`: "5",
+		`codemode_auth_failures_total{reason="unauthenticated",tenant="globex"}`:  "1",
+		`codemode_auth_failures_total{reason="forbidden",tenant="unknown"}`:       "1",
+		`codemode_auth_failures_total{reason="forbidden",tenant="globex"}`:        "1",
+		`codemode_auth_failures_total{reason="forbidden",tenant="acme"}`:          "1",
+		`codemode_auth_failures_total{reason="unauthenticated",tenant="hooli"}`:   "absent",
+	} {
+		if got := e.metric(t, series); got != want {
+			t.Errorf("%s = %s, want %s", series, got, want)
+		}
+	}
+	// A token with no subject and no kid is named by its issuer.
+	ex, err := e.dial(t, "/v1/executor", jwtFor(claims("globex", future), jwtSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "result:1"}); err != nil || res.ResultJSON != "1" {
+		t.Fatalf("the JWT's connection ran %+v, %v", res, err)
+	}
+	ex.Close()
+	const want = `credential="iss https://issuer.example"`
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		for _, line := range strings.Split(e.logs.String(), "\n") {
+			if strings.Contains(line, "msg=\"connection closed\"") && strings.Contains(line, " "+want+" ") {
+				return true
+			}
+		}
+		return false
+	}, "the JWT's connection to log %s:\n%s", want, e.logs)
+}

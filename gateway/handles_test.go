@@ -55,6 +55,16 @@ func TestPinsRouteHandlesForTheirTenantOnly(t *testing.T) {
 	if _, err := first.InvokeHandle(testCtx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"}); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
 		t.Fatalf("invoke after close gave %v", err)
 	}
+	// The pin table's misses are counted by the tenant that called.
+	for series, want := range map[string]string{
+		`codemode_pin_misses_total{tenant="initech"}`: "3",
+		`codemode_pin_misses_total{tenant="globex"}`:  "1",
+		`codemode_pin_hits_total`:                     "2",
+	} {
+		if got := e.metric(t, series); got != want {
+			t.Errorf("%s = %s, want %s", series, got, want)
+		}
+	}
 }
 
 func TestHandleBoundsEvictAndClose(t *testing.T) {
@@ -104,7 +114,7 @@ func TestExecutionIDsRouteAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.ExecutionID
-	if !strings.HasPrefix(id, "x1.") {
+	if !strings.HasPrefix(id, "x2.") {
 		t.Fatalf("the client saw %q, not a gateway id", id)
 	}
 	// Replica b: same key, same backend member, same tenant keys.
@@ -229,4 +239,21 @@ func memberClosesHandlesByItself(t *testing.T, outbound protocol.Outbound) {
 		t.Fatal("the caller never heard that the member closed the handles")
 	}
 	testutil.WaitFor(t, 10*time.Second, func() bool { return pins() == "0" }, "the pin to go when the member closed (codemode_pins %s)", pins())
+}
+
+// TestLongExecutionIDIsEchoedBounded: a 500 KB executionId meets
+// HANDLES_CLOSED whose text names the id's first 64 bytes and its length,
+// not the whole id.
+func TestLongExecutionIDIsEchoedBounded(t *testing.T) {
+	e := start(t, nil)
+	ex := e.mustDial(t, "/v1/executor", "globex")
+	long := "x2." + strings.Repeat("A", 500<<10)
+	want := `Execution "` + long[:64] + `… (512003 bytes)" holds no handles: they were closed, expired at the idle bound, or never granted. Execute again with retainHandles to get a fresh executionId.`
+	_, err := ex.InvokeHandle(testCtx(t), long, "fetch", protocol.OutboundRequest{Method: "GET", URL: "/"})
+	if protocol.CodeOf(err) != protocol.CodeHandlesClosed || err.Error() != want {
+		t.Fatalf("invoke with a 500 KB id: %.300v, want %q", err, want)
+	}
+	if err := ex.CloseHandles(testCtx(t), long); protocol.CodeOf(err) != protocol.CodeHandlesClosed || err.Error() != want {
+		t.Fatalf("close with a 500 KB id: %.300v, want %q", err, want)
+	}
 }

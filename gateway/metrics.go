@@ -60,7 +60,7 @@ func newMetrics(g *Gateway) *metrics {
 	m.connections = gaugeVec("codemode_connections",
 		"Open connections by tenant and route kind.", "tenant", "kind")
 	m.authFailures = counterVec("codemode_auth_failures_total",
-		"Requests refused before any upgrade, by reason (unauthenticated, forbidden, too_many_connections; the last is also codemode_refusals_total{reason=\"connections\"}).", "reason")
+		"Requests refused before any upgrade, by tenant and reason (unauthenticated, forbidden, too_many_connections; the last is also codemode_refusals_total{reason=\"connections\"}). The tenant is the configured tenant the credential proved it belongs to (for unauthenticated, a JWT whose signature verified but whose claims failed), else unknown.", "tenant", "reason")
 	m.refusals = counterVec("codemode_refusals_total",
 		"Executions and connections turned away, by tenant and reason: rate, concurrency, budget_executions, budget_run_clock, connections, draining, and from a backend queue_full, queue_wait or backend.", "tenant", "reason")
 	m.queueWait = histogramVec("codemode_queue_wait_seconds",
@@ -75,8 +75,7 @@ func newMetrics(g *Gateway) *metrics {
 		func() float64 { return float64(ps.len()) }))
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_hits_total", Help: "Handle calls routed from the pin table."},
 		func() float64 { return float64(ps.hits.Load()) }))
-	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_misses_total", Help: "Handle calls whose id was not pinned here (routed from the id, or refused)."},
-		func() float64 { return float64(ps.misses.Load()) }))
+	f(&pinMisses{ps: ps, desc: prometheus.NewDesc("codemode_pin_misses_total", "Handle calls whose id was not pinned here (routed from the id, or refused), by the tenant that called.", []string{"tenant"}, nil)})
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_evictions_total", Help: "Pins evicted past the table's size or a tenant's handle bound; their handles were closed."},
 		func() float64 { return float64(ps.evictions.Load()) }))
 	f(&healthCollector{g: g, desc: prometheus.NewDesc("codemode_backend_healthy", "1 when a backend member passes its health check.", []string{"backend", "member"}, nil)})
@@ -162,7 +161,9 @@ func newPoolCollector(pools iter.Seq2[string, poolReporter]) *poolCollector {
 	}
 	return &poolCollector{pools: pools, descs: map[string]*prometheus.Desc{
 		"started":       d("codemode_workers_started_total", "Worker processes that became ready (replacements included)."),
-		"crashed":       d("codemode_workers_crashed_total", "Executions failed with WORKER_CRASHED, and worker starts that failed."),
+		"crashed":       d("codemode_workers_crashed_total", "Deprecated, removed in the next release: despite its name it counts executions failed with WORKER_CRASHED, plus worker starts that failed. Use codemode_worker_deaths_total and codemode_executions_worker_lost_total."),
+		"deaths":        prometheus.NewDesc("codemode_worker_deaths_total", "Worker processes that died other than by the pool retiring them or the gateway closing, by tenant (\"\" for a spare or a start) and cause: rss, timeout, protocol (the gateway killed it for its memory, a run stuck past its deadline, a frame it could not accept), rlimit (its runtime ran out of address space), crashed (it exited or was killed by anything else), start (it did not start).", []string{"backend", "tenant", "cause"}, nil),
+		"lost":          prometheus.NewDesc("codemode_executions_worker_lost_total", "Executions failed with WORKER_CRASHED because their worker process died or did not start, by tenant.", []string{"backend", "tenant"}, nil),
 		"kills":         prometheus.NewDesc("codemode_worker_kills_total", "Runs a bound ended, by the layer that acted (timeout: a run held its worker past its deadline and the worker was killed; rss: the worker was killed for memory, by the RSS poll or for a run that ignored its memory cancel; rlimit: the address-space limit; heap: the in-worker watchdog ended the run alone).", []string{"backend", "layer"}, nil),
 		"overflow":      d("codemode_queue_overflows_total", "Executions refused at their tenant's queue bound."),
 		"queueTimeouts": d("codemode_queue_timeouts_total", "Executions refused after waiting the queue's bound on waiting."),
@@ -196,6 +197,12 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter("started", s.WorkersStarted)
 		counter("crashed", s.WorkersCrashed)
+		for _, d := range s.WorkerDeaths {
+			counter("deaths", d.Count, d.Tenant, d.Cause)
+		}
+		for _, l := range s.ExecutionsLost {
+			counter("lost", l.Count, l.Tenant)
+		}
 		counter("kills", s.TimeoutKills, "timeout")
 		counter("kills", s.RSSKills, "rss")
 		counter("kills", s.OutOfMemory, "rlimit")
@@ -218,6 +225,20 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("memory", int(s.MemoryBytes))
 		gauge("maxWorkers", s.MaxWorkers)
 		gauge("poolTenants", s.Tenants)
+	}
+}
+
+// pinMisses reports the pin table's misses by tenant at scrape time.
+type pinMisses struct {
+	ps   *pins
+	desc *prometheus.Desc
+}
+
+func (c *pinMisses) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *pinMisses) Collect(ch chan<- prometheus.Metric) {
+	for tenant, n := range c.ps.missesByTenant() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), tenant)
 	}
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +33,8 @@ type pins struct {
 	// member learns when its last pin goes (released) without a scan.
 	perMember map[*member]*memberPins
 
-	hits, misses, evictions atomic.Int64
+	hits, evictions atomic.Int64
+	misses          map[string]int64 // by the asking tenant; guarded by mu
 }
 
 type evictedPin struct {
@@ -48,7 +50,7 @@ type memberPins struct {
 }
 
 func newPins(size int) *pins {
-	ps := &pins{byTenant: map[string]*simplelru.LRU[string, struct{}]{}, perMember: map[*member]*memberPins{}}
+	ps := &pins{byTenant: map[string]*simplelru.LRU[string, struct{}]{}, perMember: map[*member]*memberPins{}, misses: map[string]int64{}}
 	// simplelru calls this for every removal from the table, whatever the
 	// reason; it is the one place that keeps the tenant lists and the
 	// member counts in step.
@@ -105,7 +107,7 @@ func (ps *pins) lookup(id, tenant string) (pin, bool) {
 	defer ps.mu.Unlock()
 	p, ok := ps.all.Peek(id)
 	if !ok || p.tenant != tenant {
-		ps.misses.Add(1)
+		ps.misses[tenant]++
 		return pin{}, false
 	}
 	ps.all.Get(id) // only the owner's use refreshes it
@@ -190,6 +192,14 @@ func (ps *pins) unpinned(m *member) {
 	if c.gone != nil {
 		close(c.gone)
 	}
+}
+
+// missesByTenant copies the miss counts, by the tenant that asked: an
+// authenticated tenant's name, so the set is bounded by the configuration.
+func (ps *pins) missesByTenant() map[string]int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return maps.Clone(ps.misses)
 }
 
 func (ps *pins) len() int {

@@ -167,8 +167,9 @@ func (g *Gateway) authenticate(st *state) func(http.Handler) http.Handler {
 				id, err = st.cfg.Authenticator.Authenticate(r.Context(), cred.Token)
 			}
 			if err != nil {
-				g.metrics.authFailures.WithLabelValues("unauthenticated").Inc()
-				g.log.Info("authentication failed", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", authReason(err))
+				tenant := st.knownTenant(auth.TenantOf(err))
+				g.metrics.authFailures.WithLabelValues(tenant, "unauthenticated").Inc()
+				g.log.Info("authentication failed", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", authReason(err), "tenant", tenant)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-gateway"`)
 				http.Error(w, "a valid bearer credential is required: Authorization: Bearer <key>, or a WebSocket subprotocol entry "+auth.SubprotocolPrefix+"<key>", http.StatusUnauthorized)
 				return
@@ -176,6 +177,19 @@ func (g *Gateway) authenticate(st *state) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, withValue(r, id))
 		})
 	}
+}
+
+// unknownTenant is the tenant label of an auth failure no configured
+// tenant can be held to.
+const unknownTenant = "unknown"
+
+// knownTenant is name when it is a tenant of st's configuration, else
+// unknownTenant: a label never carries a name the configuration lacks.
+func (st *state) knownTenant(name string) string {
+	if st.tenants[name] == nil {
+		return unknownTenant
+	}
+	return name
 }
 
 // authReason is safe to log: it never holds the credential.
@@ -198,7 +212,7 @@ func (g *Gateway) authorize(st *state) func(http.Handler) http.Handler {
 			id, rt := valueOf[auth.Identity](r), valueOf[chosenRoute](r)
 			t := st.tenants[id.Tenant]
 			if t == nil || (rt.tenants != nil && !rt.tenants[id.Tenant]) {
-				g.metrics.authFailures.WithLabelValues("forbidden").Inc()
+				g.metrics.authFailures.WithLabelValues(st.knownTenant(id.Tenant), "forbidden").Inc()
 				msg := "tenant refused on route"
 				if t == nil {
 					// Only a token can name a tenant the configuration lacks:
@@ -220,7 +234,7 @@ func (g *Gateway) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt := valueOf[chosenRoute](r)
 		if !originAllowed(r, rt.cfg.Origins) {
-			g.metrics.authFailures.WithLabelValues("forbidden").Inc()
+			g.metrics.authFailures.WithLabelValues(valueOf[*tenant](r).name, "forbidden").Inc()
 			g.log.Info("origin refused on route", "route", rt.cfg.Path, "kind", rt.cfg.Kind, "subprotocol", rt.proto, "path", r.URL.Path,
 				"origin", r.Header.Get("Origin"), "tenant", valueOf[auth.Identity](r).Tenant)
 			http.Error(w, "this origin may not use this route", http.StatusForbidden)
@@ -273,7 +287,7 @@ func (g *Gateway) admitConnection(next http.Handler) http.Handler {
 		maxConns := t.settings.Load().policy.MaxConnections
 		if n := t.connections.Add(1); n > int64(maxConns) {
 			t.connections.Add(-1)
-			g.metrics.authFailures.WithLabelValues("too_many_connections").Inc()
+			g.metrics.authFailures.WithLabelValues(t.name, "too_many_connections").Inc()
 			refuseConnection(w, t, maxConns)
 			return
 		}

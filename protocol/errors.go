@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/supolka/codemode-gateway/jsvalue"
 )
@@ -322,6 +323,8 @@ func (*CacheStorageAbsentError) Error() string { return cacheStorageAbsentText }
 // list of a retained execution.
 //
 //	Execution "<executionId>" has no handle named "<handleName>". The granted handles are: <granted>.
+//
+// The id and the handle name are echoed as Echo bounds them.
 type HandleNotFoundError struct {
 	ExecutionID string
 	Handle      string
@@ -335,7 +338,7 @@ func NewHandleNotFoundError(executionID, handle string, granted []string) *Handl
 }
 
 func (e *HandleNotFoundError) Error() string {
-	return `Execution "` + e.ExecutionID + `" has no handle named "` + e.Handle +
+	return `Execution "` + Echo(e.ExecutionID) + `" has no handle named "` + Echo(e.Handle) +
 		`". The granted handles are: ` + listOrNone(e.Granted) + "."
 }
 
@@ -343,6 +346,8 @@ func (e *HandleNotFoundError) Error() string {
 // handles are gone. It carries CodeHandlesClosed.
 //
 //	Execution "<executionId>" holds no handles: they were closed, expired at the idle bound, or never granted. Execute again with retainHandles to get a fresh executionId.
+//
+// The id is echoed as Echo bounds it.
 type HandlesClosedError struct {
 	ExecutionID string
 }
@@ -358,7 +363,33 @@ const (
 )
 
 func (e *HandlesClosedError) Error() string {
-	return handlesClosedPrefix + e.ExecutionID + handlesClosedSuffix
+	return handlesClosedPrefix + Echo(e.ExecutionID) + handlesClosedSuffix
+}
+
+// The bounds of Echo: a caller's text up to maxEchoed bytes is echoed
+// whole; a longer one by its first echoedHead bytes.
+const (
+	maxEchoed  = 256
+	echoedHead = 64
+)
+
+// Echo is how a text echoes a string the caller sent (an executionId, a
+// handle name): whole up to 256 bytes, else its first 64 bytes (never
+// splitting a UTF-8 sequence), "…" and its length, as in
+//
+//	x2.AAAA…AAAA… (500000 bytes)
+//
+// so that a caller who sends 500 KB does not get it back. Echoing an echo
+// changes nothing, so a text read back from the wire composes again alike.
+func Echo(s string) string {
+	if len(s) <= maxEchoed {
+		return s
+	}
+	n := echoedHead
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // FaultCode is CodeHandlesClosed.

@@ -192,6 +192,35 @@ func TestHandlesClosedErrorText(t *testing.T) {
 	}
 }
 
+// A long id (or handle name) is echoed by its first 64 bytes and its
+// length; an id of a normal length whole; a cut never splits a character;
+// and a text read back from the wire rehydrates to the same text.
+func TestLongIDsAreEchoedBounded(t *testing.T) {
+	long := "x2." + strings.Repeat("A", 500<<10)
+	head := long[:64]
+	normal := "x2." + strings.Repeat("b", 150)
+	const closed = `" holds no handles: they were closed, expired at the idle bound, or never granted. Execute again with retainHandles to get a fresh executionId.`
+	for _, c := range []struct{ got, want string }{
+		{NewHandlesClosedError(long).Error(), `Execution "` + head + `… (512003 bytes)` + closed},
+		{NewHandlesClosedError(normal).Error(), `Execution "` + normal + closed},
+		{NewHandlesClosedError(strings.Repeat("c", 256)).Error(), `Execution "` + strings.Repeat("c", 256) + closed},
+		{NewHandlesClosedError(strings.Repeat("c", 257)).Error(), `Execution "` + strings.Repeat("c", 64) + `… (257 bytes)` + closed},
+		{NewHandleNotFoundError(long, strings.Repeat("h", 1000), []string{"fetch"}).Error(),
+			`Execution "` + head + `… (512003 bytes)" has no handle named "` + strings.Repeat("h", 64) + `… (1000 bytes)". The granted handles are: fetch.`},
+		{NewHandleNotFoundError(normal, "scheduled", []string{"fetch"}).Error(),
+			`Execution "` + normal + `" has no handle named "scheduled". The granted handles are: fetch.`},
+		{Echo(strings.Repeat("a", 63) + "é" + strings.Repeat("a", 300)), strings.Repeat("a", 63) + `… (365 bytes)`},
+	} {
+		if c.got != c.want {
+			t.Errorf("got  %q\nwant %q", c.got, c.want)
+		}
+	}
+	text := NewHandlesClosedError(long).Error()
+	if back := Rehydrate(text, CodeHandlesClosed, nil); back.Error() != text || errors.Unwrap(back) == nil || errors.Unwrap(back).Error() != text {
+		t.Errorf("rehydrated %q, want the same text with its HandlesClosedError", back)
+	}
+}
+
 func TestQueueOverflowErrorText(t *testing.T) {
 	err := NewQueueOverflowError(64, 250*time.Millisecond)
 	want := "The executor's queue is full at its bound of 64 waiting executions, so this one was turned away before it ran. Try it again in 250 ms."

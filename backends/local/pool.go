@@ -496,8 +496,13 @@ func (e *Executor) spawnLocked() {
 		if err != nil {
 			if !e.closed {
 				e.opts.Logger.Warn("local executor: starting a worker failed", "err", err)
+				// The old count took a failed start for one execution,
+				// failed or not.
 				e.stats.workersCrashed.Add(1)
-				e.failOneWaiterLocked()
+				e.stats.died("", "start")
+				if tenant, ok := e.failOneWaiterLocked(); ok {
+					e.stats.lose(tenant, 1)
+				}
 			}
 			return
 		}
@@ -519,16 +524,18 @@ func (e *Executor) spawnLocked() {
 
 // failOneWaiterLocked fails the oldest waiting execution of a tenant that
 // needed a new process with WORKER_CRASHED, when a start failed: it learns
-// why at once rather than at its queue's bound.
-func (e *Executor) failOneWaiterLocked() {
+// why at once rather than at its queue's bound. It reports whose it
+// failed, if any.
+func (e *Executor) failOneWaiterLocked() (string, bool) {
 	for _, t := range e.pool.tenants {
 		if t.waiting.Len() > 0 && len(t.workers) == 0 {
 			wt, _ := t.waiting.Pop()
 			e.pool.queued--
 			wt.fail(crashedFault("The worker process for this execution did not start."))
-			return
+			return t.name, true
 		}
 	}
+	return "", false
 }
 
 // retireLocked stops a worker the pool no longer wants.

@@ -8,9 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 )
@@ -253,6 +257,23 @@ func (p *process) describeExit() string {
 		s += "; stderr: " + t
 	}
 	return s
+}
+
+// exitCause says how a process the parent did not kill ended: "exited:
+// signal SIGKILL", "crashed: exit status 2", "exited: status 0". Call it
+// after exited is closed.
+func (p *process) exitCause() string {
+	ps := p.cmd.ProcessState
+	if ps == nil {
+		return "exited: " + fmt.Sprint(p.waitErr)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "exited: signal " + unix.SignalName(ws.Signal())
+	}
+	if ps.ExitCode() == 0 {
+		return "exited: status 0"
+	}
+	return "crashed: exit status " + strconv.Itoa(ps.ExitCode())
 }
 
 // ranOutOfMemory reports whether the worker's runtime died of an

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
 	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -426,21 +428,66 @@ func (w *worker) died() {
 	w.mu.Unlock()
 	e.workerGone(w)
 
-	switch d.kind() {
+	kind := d.kind()
+	switch kind {
 	case deathRSS:
 		e.stats.rssKills.Add(1)
 	case deathTimeout:
 		e.stats.timeoutKills.Add(1)
 	case deathRlimit:
 		e.stats.outOfMemory.Add(1)
-	case deathCrashed, deathProtocol:
-		if len(runs) > 0 {
-			e.opts.Logger.Warn("local executor: worker crashed", "pid", w.p.pid, "tenant", w.tenant, "runs", len(runs), "exit", w.p.describeExit(), "stream", fmt.Sprint(w.p.readErr))
-		}
 	}
+	lost := 0
 	for _, r := range runs {
 		if protocol.CodeOf(r.died(d)) == protocol.CodeWorkerCrashed {
-			e.stats.workersCrashed.Add(1)
+			lost++
 		}
 	}
+	e.stats.workersCrashed.Add(int64(lost))
+	e.stats.lose(w.tenant, lost)
+	if kind == deathClosed || kind == deathRetired {
+		return // the pool's own end of it, nothing to tell
+	}
+	e.stats.died(w.tenant, kind.String())
+	attrs := []any{"tenant", w.tenant, "pid", w.p.pid, "cause", w.cause(kind), "runs", len(runs), "lost", lost}
+	if traces := traceIDs(runs); len(traces) > 0 {
+		attrs = append(attrs, "traces", traces)
+	}
+	if kind == deathCrashed || kind == deathProtocol || kind == deathRlimit {
+		attrs = append(attrs, "exit", w.p.describeExit(), "stream", fmt.Sprint(w.p.readErr))
+	}
+	e.opts.Logger.Warn("local executor: worker died", attrs...)
+}
+
+// cause says in a few words why the worker ended, for its log line.
+func (w *worker) cause(kind deathKind) string {
+	switch kind {
+	case deathRSS:
+		if w.stuck != 0 && w.stuckFor == wire.BoundMemory {
+			return "killed: stuck past its memory cancel"
+		}
+		return "killed: RSS past workerMemoryMB"
+	case deathTimeout:
+		return "killed: stuck past its deadline"
+	case deathRlimit:
+		return "crashed: out of memory (RLIMIT_AS)"
+	case deathProtocol:
+		return "killed: protocol violation"
+	}
+	return w.p.exitCause()
+}
+
+// maxLoggedTraces bounds the trace ids a worker's death line lists.
+const maxLoggedTraces = 8
+
+// traceIDs are the trace ids of the runs a worker took down, as the
+// gateway's execution lines carry them: at most maxLoggedTraces.
+func traceIDs(runs []*run) []string {
+	var out []string
+	for _, r := range runs {
+		if sc := trace.SpanContextFromContext(r.runCtx); sc.IsValid() && len(out) < maxLoggedTraces {
+			out = append(out, sc.TraceID().String())
+		}
+	}
+	return out
 }
