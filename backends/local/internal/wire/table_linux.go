@@ -48,13 +48,20 @@ func NewTable(slots int) (*Table, error) {
 	if slots < 1 {
 		return nil, errors.New("run table: no slots")
 	}
-	fd, err := unix.MemfdCreate("codemode-runs", unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate("codemode-runs", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("run table: %w", err)
 	}
 	f := os.NewFile(uintptr(fd), "run-table")
 	size := tableBytes(slots)
 	if err := f.Truncate(int64(size)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("run table: %w", err)
+	}
+	// The worker holds the same file: sealed at its size, so that a worker
+	// that escaped its sandbox cannot shrink it under the parent's mapping
+	// (the parent's next read would fault and take the gateway down).
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("run table: %w", err)
 	}

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A run table holds what the worker writes in each slot, whole, and the
@@ -47,5 +50,29 @@ func TestTableSlotsRoundTrip(t *testing.T) {
 	nilTable.Write(0, a)
 	if nilTable.Slots() != 0 || nilTable.Read(0) != (Slot{}) {
 		t.Fatal("a nil table is not empty")
+	}
+}
+
+// The worker's descriptor of its table cannot resize it: shrunk under the
+// parent's mapping, the parent's next read would fault.
+func TestTableCannotBeResizedByTheWorker(t *testing.T) {
+	tab, err := NewTable(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Release()
+	fd := int(tab.ExtraFile().Fd())
+	size := int64(tableBytes(4))
+	for _, to := range []int64{0, size - 1, size * 2} {
+		if err := unix.Ftruncate(fd, to); !errors.Is(err, unix.EPERM) {
+			t.Errorf("ftruncate to %d: %v, want EPERM", to, err)
+		}
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE); !errors.Is(err, unix.EPERM) {
+		t.Errorf("adding a seal: %v, want EPERM (the seals are sealed)", err)
+	}
+	tab.Write(1, Slot{Run: 5})
+	if got := tab.Read(1); got.Run != 5 {
+		t.Fatalf("slot 1 after the attempts: %+v", got)
 	}
 }
