@@ -151,7 +151,7 @@ func TestRealClientsGetInThroughASilentFlood(t *testing.T) {
 	}
 	opened := flood.stop()
 	t.Logf("the flood opened %d connections; the gateway held at most %d descriptors", opened, most)
-	if opened < 1000 {
+	if opened < 200 {
 		t.Fatalf("the flood opened only %d connections", opened)
 	}
 	// Its workers' pipes, the listeners, a few real clients, and at most 1
