@@ -62,7 +62,7 @@ for (const [name, key, other] of [['alpha (local backend)', 'ALPHA_KEY', () => g
     })
     assert.equal(grant.result, undefined)
     assert.deepEqual(grant.handles, ['fetch'])
-    assert.match(grant.executionId, /^x1\./)
+    assert.match(grant.executionId, /^x2\./)
     const r1 = await first.invokeHandle(grant.executionId, 'fetch', { url: 'https://app.example/a' })
     await first.dispose()
     // A fresh connection of the same tenant reaches the same isolate.
