@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/supolka/codemode-gateway/auth"
@@ -255,6 +256,10 @@ type RemoteMember struct {
 	KeyEnv string `yaml:"keyEnv"`
 	// Key is KeyEnv's value, read once by validation.
 	Key string `yaml:"-"`
+	// ServerName is the name a wss:// server's certificate is checked
+	// against when it is not the URL's host: a member found in DNS is
+	// dialled at its address, and its certificate names the DNS name.
+	ServerName string `yaml:"-"`
 }
 
 // Discover names a remote group's members by one DNS name, as a
@@ -286,7 +291,11 @@ type Discover struct {
 // Member is the executor server at addr, one of those d names.
 func (d *Discover) Member(addr netip.Addr) RemoteMember {
 	u := url.URL{Scheme: d.Scheme, Host: netip.AddrPortFrom(addr.Unmap(), uint16(d.Port)).String(), Path: d.Path}
-	return RemoteMember{URL: u.String(), KeyEnv: d.KeyEnv, Key: d.Key}
+	m := RemoteMember{URL: u.String(), KeyEnv: d.KeyEnv, Key: d.Key}
+	if d.Scheme == "wss" {
+		m.ServerName = strings.TrimSuffix(d.DNS, ".")
+	}
+	return m
 }
 
 // JWT configures JWT bearer tokens.

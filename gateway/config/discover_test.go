@@ -39,7 +39,7 @@ func TestDiscoverDefaultsAndMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := cfg.Backends[1].Remote.Discover.Member(netip.MustParseAddr("10.1.2.3"))
-	if w := (RemoteMember{URL: "wss://10.1.2.3:443/v1/executor", KeyEnv: "EXEC_KEY", Key: "s3cret"}); m != w {
+	if w := (RemoteMember{URL: "wss://10.1.2.3:443/v1/executor", KeyEnv: "EXEC_KEY", Key: "s3cret", ServerName: "executors"}); m != w {
 		t.Fatalf("member %+v, want %+v", m, w)
 	}
 }
