@@ -112,9 +112,9 @@ type group struct {
 	// discovery finds a remote group's members in DNS; nil when they are
 	// listed (or the group is local).
 	discovery *discovery
-	ctx    context.Context // ends when the group closes
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	ctx       context.Context // ends when the group closes
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // remoteMaker makes a remote group's members, at start and on a reload.
