@@ -129,6 +129,9 @@ func checkGateway(m *manifests) (*config.Config, []string) {
 				c.add("%s: backends %s member %d's keyEnv %s does not come from a Secret", where, b.Name, i, mem.KeyEnv)
 			}
 		}
+		if d := b.Remote.Discover; d != nil && d.KeyEnv != "" && secrets[d.KeyEnv] == "" {
+			c.add("%s: backends %s discover's keyEnv %s does not come from a Secret", where, b.Name, d.KeyEnv)
+		}
 	}
 
 	// The grace period runs from the preStop hook's start: the pause, then
@@ -334,9 +337,10 @@ func (c *checker) disruptionBudget(name string, m *manifests, labels map[string]
 	}
 }
 
-// executors holds the executor servers' StatefulSet and headless Service
-// to the remote group's members: one member per pod, by its stable name,
-// on the server's port and path, with the key its server checks.
+// executors holds the executor servers' StatefulSet, headless Service and
+// autoscaler to the remote group's members: found in DNS from the
+// Service's name, or one listed member per pod by its stable name; on the
+// server's port and path, with the key its server checks.
 func (c *checker) executors(m *manifests, b config.Backend) {
 	const name = "codemode-executor"
 	where := "StatefulSet " + name
@@ -375,23 +379,48 @@ func (c *checker) executors(m *manifests, b config.Backend) {
 	if len(svc.Ports) != 1 || strconv.Itoa(svc.Ports[0].Port) != port || ctr.port(svc.Ports[0].TargetPort) != ctr.port("ws") {
 		c.add("Service %s must have the one port %s, to the executor's listener", sts.ServiceName, port)
 	}
-	c.disruptionBudget(name, m, sts.Template.Metadata.Labels, sts.Replicas)
+	if svc.PublishNotReadyAddresses {
+		c.add("Service %s publishes pods that are not ready: a draining member would stay in the gateways' groups", sts.ServiceName)
+	}
+	replicas := sts.Replicas
+	hpa := c.autoscaler(m, name, ctr)
+	if hpa != nil {
+		if sts.Replicas != nil {
+			c.add("%s sets replicas, which every apply would reset under the HorizontalPodAutoscaler %s; leave it out", where, name)
+		}
+		replicas = hpa.MinReplicas
+	}
+	c.disruptionBudget(name, m, sts.Template.Metadata.Labels, replicas)
 
-	replicas := 1
-	if sts.Replicas != nil {
-		replicas = *sts.Replicas
-	}
-	var want, got []string
-	for i := range replicas {
-		u := url.URL{Scheme: "ws", Host: net.JoinHostPort(fmt.Sprintf("%s-%d.%s", name, i, sts.ServiceName), port), Path: routePath}
-		want = append(want, u.String())
-	}
-	for _, mem := range b.Remote.Members {
-		got = append(got, mem.URL)
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		c.add("backends %s lists members %v; the StatefulSet's %d pods are %v", b.Name, got, replicas, want)
+	switch d := b.Remote.Discover; {
+	case d != nil:
+		// The Service's name as a pod in the namespace resolves it, or
+		// fully qualified.
+		if d.DNS != sts.ServiceName && !strings.HasPrefix(d.DNS, sts.ServiceName+".") {
+			c.add("backends %s discovers %s; the StatefulSet's headless Service is %s", b.Name, d.DNS, sts.ServiceName)
+		}
+		if strconv.Itoa(d.Port) != port || d.Path != routePath || d.Scheme != "ws" {
+			c.add("backends %s discovers %s://…:%d%s; the executor servers serve ws://…:%s%s", b.Name, d.Scheme, d.Port, d.Path, port, routePath)
+		}
+	case hpa != nil:
+		c.add("backends %s lists its members, which cannot follow the HorizontalPodAutoscaler %s; find them with discover", b.Name, name)
+	default:
+		n := 1
+		if replicas != nil {
+			n = *replicas
+		}
+		var want, got []string
+		for i := range n {
+			u := url.URL{Scheme: "ws", Host: net.JoinHostPort(fmt.Sprintf("%s-%d.%s", name, i, sts.ServiceName), port), Path: routePath}
+			want = append(want, u.String())
+		}
+		for _, mem := range b.Remote.Members {
+			got = append(got, mem.URL)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			c.add("backends %s lists members %v; the StatefulSet's %d pods are %v", b.Name, got, n, want)
+		}
 	}
 
 	hash, _ := flag(ctr.Args, "key-hash")
@@ -408,6 +437,41 @@ func (c *checker) executors(m *manifests, b config.Backend) {
 		c.add("%s: give --max-workers: the default follows the node's CPUs, not the container's", where)
 	}
 	c.memory(where, ctr, int64(workers)*int64(local.DefaultWorkerMemoryMB+local.DefaultRSSHeadroomMB))
+}
+
+// autoscaler checks the HorizontalPodAutoscaler of the StatefulSet name,
+// when there is one: it scales that StatefulSet, from at least two pods
+// (one may be disrupted while the other serves), on the CPU utilization of
+// what its container requests. It returns nil when there is none.
+func (c *checker) autoscaler(m *manifests, name string, ctr *container) *hpaSpec {
+	if m.find("HorizontalPodAutoscaler", name) == nil {
+		return nil
+	}
+	where := "HorizontalPodAutoscaler " + name
+	var hpa hpaSpec
+	if err := m.spec("HorizontalPodAutoscaler", name, &hpa); err != nil {
+		c.add("%v", err)
+		return nil
+	}
+	if ref := hpa.ScaleTargetRef; ref.APIVersion != "apps/v1" || ref.Kind != "StatefulSet" || ref.Name != name {
+		c.add("%s scales %s %s %s, not the StatefulSet %s", where, ref.APIVersion, ref.Kind, ref.Name, name)
+	}
+	if hpa.MinReplicas == nil || *hpa.MinReplicas < 2 || hpa.MaxReplicas < *hpa.MinReplicas {
+		c.add("%s must keep at least 2 pods (minReplicas), and maxReplicas no fewer", where)
+	}
+	cpu := false
+	for _, mt := range hpa.Metrics {
+		if r := mt.Resource; mt.Type == "Resource" && r != nil && r.Name == "cpu" && r.Target.Type == "Utilization" && r.Target.AverageUtilization != nil {
+			cpu = *r.Target.AverageUtilization > 0 && *r.Target.AverageUtilization <= 90
+		}
+	}
+	if !cpu {
+		c.add("%s must scale on CPU utilization (a Resource metric cpu, averageUtilization 1 to 90): runs are CPU-bound", where)
+	}
+	if ctr.Resources.Requests["cpu"] == "" {
+		c.add("%s: container %s requests no cpu, so its utilization is undefined", where, ctr.Name)
+	}
+	return &hpa
 }
 
 func containerNamed(pod *podSpec, name string) *container {

@@ -62,7 +62,7 @@ func TestBaseManifestsMatchTheirConfiguration(t *testing.T) {
 
 func TestRemoteGroupOverlayMatchesItsExecutors(t *testing.T) {
 	m := renderOnDisk(t, "kubernetes/overlays/remote-group")
-	want := []string{"ConfigMap/codemode-…", "Deployment/codemode-gateway", "PodDisruptionBudget/codemode-executor", "PodDisruptionBudget/codemode-gateway",
+	want := []string{"ConfigMap/codemode-…", "Deployment/codemode-gateway", "HorizontalPodAutoscaler/codemode-executor", "PodDisruptionBudget/codemode-executor", "PodDisruptionBudget/codemode-gateway",
 		"Service/codemode-executor", "Service/codemode-gateway", "StatefulSet/codemode-executor"}
 	if got := kinds(m); !slices.Equal(got, want) {
 		t.Fatalf("the overlay renders %v, want %v", got, want)
@@ -141,14 +141,41 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 			[]string{"Deployment codemode-gateway: container gateway must have a read-only root file system"},
 		},
 		{
-			"a member the StatefulSet does not have", "overlays/remote-group", "overlays/remote-group/gateway.yaml",
-			"codemode-executor-1.codemode-executor:8787", "codemode-executor-2.codemode-executor:8787",
-			[]string{"backends pool lists members [ws://codemode-executor-0.codemode-executor:8787/ ws://codemode-executor-2.codemode-executor:8787/]; the StatefulSet's 2 pods are [ws://codemode-executor-0.codemode-executor:8787/ ws://codemode-executor-1.codemode-executor:8787/]"},
+			"discover names another Service", "overlays/remote-group", "overlays/remote-group/gateway.yaml",
+			"dns: codemode-executor,", "dns: codemode-executors,",
+			[]string{"backends pool discovers codemode-executors; the StatefulSet's headless Service is codemode-executor"},
 		},
 		{
-			"executor scaled up without its member", "overlays/remote-group", "executor/executor-statefulset.yaml",
-			"replicas: 2", "replicas: 3",
-			[]string{"backends pool lists members [ws://codemode-executor-0.codemode-executor:8787/ ws://codemode-executor-1.codemode-executor:8787/]; the StatefulSet's 3 pods are [ws://codemode-executor-0.codemode-executor:8787/ ws://codemode-executor-1.codemode-executor:8787/ ws://codemode-executor-2.codemode-executor:8787/]"},
+			"discover on another port", "overlays/remote-group", "overlays/remote-group/gateway.yaml",
+			"port: 8787,", "port: 8788,",
+			[]string{"backends pool discovers ws://…:8788/; the executor servers serve ws://…:8787/"},
+		},
+		{
+			"a members list under the autoscaler", "overlays/remote-group", "overlays/remote-group/gateway.yaml",
+			"discover: {dns: codemode-executor, port: 8787, path: /, keyEnv: EXECUTOR_KEY, interval: 10s}",
+			`members: [{url: "ws://codemode-executor-0.codemode-executor:8787/", keyEnv: EXECUTOR_KEY}, {url: "ws://codemode-executor-1.codemode-executor:8787/", keyEnv: EXECUTOR_KEY}]`,
+			[]string{"backends pool lists its members, which cannot follow the HorizontalPodAutoscaler codemode-executor; find them with discover"},
+		},
+		{
+			"not-ready members published", "overlays/remote-group", "executor/executor-service.yaml",
+			"publishNotReadyAddresses: false", "publishNotReadyAddresses: true",
+			[]string{"Service codemode-executor publishes pods that are not ready: a draining member would stay in the gateways' groups"},
+		},
+		{
+			"replicas fought over with the autoscaler", "overlays/remote-group", "overlays/remote-group/kustomization.yaml",
+			"      - op: remove\n        path: /spec/replicas\n", "      - op: replace\n        path: /spec/template/spec/enableServiceLinks\n        value: false\n",
+			[]string{"StatefulSet codemode-executor sets replicas, which every apply would reset under the HorizontalPodAutoscaler codemode-executor; leave it out"},
+		},
+		{
+			"autoscaler on memory", "overlays/remote-group", "overlays/remote-group/executor-hpa.yaml",
+			"name: cpu", "name: memory",
+			[]string{"HorizontalPodAutoscaler codemode-executor must scale on CPU utilization (a Resource metric cpu, averageUtilization 1 to 90): runs are CPU-bound"},
+		},
+		{
+			"autoscaler down to one pod", "overlays/remote-group", "overlays/remote-group/executor-hpa.yaml",
+			"minReplicas: 2", "minReplicas: 1",
+			[]string{"HorizontalPodAutoscaler codemode-executor must keep at least 2 pods (minReplicas), and maxReplicas no fewer",
+				"PodDisruptionBudget codemode-executor: maxUnavailable must let one pod of 1 go and keep the others"},
 		},
 		{
 			"executor probes off the admin listener", "overlays/remote-group", "executor/executor-statefulset.yaml",

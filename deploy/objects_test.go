@@ -103,13 +103,35 @@ type probe struct {
 }
 
 type serviceSpec struct {
-	ClusterIP string            `json:"clusterIP"`
-	Selector  map[string]string `json:"selector"`
-	Ports     []struct {
+	ClusterIP                string            `json:"clusterIP"`
+	PublishNotReadyAddresses bool              `json:"publishNotReadyAddresses"`
+	Selector                 map[string]string `json:"selector"`
+	Ports                    []struct {
 		Name       string  `json:"name"`
 		Port       int     `json:"port"`
 		TargetPort portRef `json:"targetPort"`
 	} `json:"ports"`
+}
+
+// hpaSpec is an autoscaling/v2 HorizontalPodAutoscaler's spec.
+type hpaSpec struct {
+	ScaleTargetRef struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Name       string `json:"name"`
+	} `json:"scaleTargetRef"`
+	MinReplicas *int `json:"minReplicas"`
+	MaxReplicas int  `json:"maxReplicas"`
+	Metrics     []struct {
+		Type     string `json:"type"`
+		Resource *struct {
+			Name   string `json:"name"`
+			Target struct {
+				Type               string `json:"type"`
+				AverageUtilization *int   `json:"averageUtilization"`
+			} `json:"target"`
+		} `json:"resource"`
+	} `json:"metrics"`
 }
 
 type pdbSpec struct {

@@ -109,9 +109,12 @@ type group struct {
 	required bool
 	// remote makes the members of a remote group; nil for a local one.
 	remote *remoteMaker
-	ctx    context.Context // ends when the group closes
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	// discovery finds a remote group's members in DNS; nil when they are
+	// listed (or the group is local).
+	discovery *discovery
+	ctx       context.Context // ends when the group closes
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // remoteMaker makes a remote group's members, at start and on a reload.
@@ -130,7 +133,11 @@ func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
 	if rm.Key != "" {
 		h.Set("Authorization", "Bearer "+rm.Key)
 	}
-	ex := remote.New(rm.URL, remote.Options{Header: h, DialTimeout: r.dialTimeout})
+	opts := remote.Options{Header: h, DialTimeout: r.dialTimeout}
+	if rm.ServerName != "" {
+		opts.HTTPClient = serverNameClient(rm.ServerName)
+	}
+	ex := remote.New(rm.URL, opts)
 	return &member{
 		name:   r.nameOf(rm.URL),
 		label:  fmt.Sprintf("%s/%d", r.group, index),
@@ -285,8 +292,10 @@ func (g *group) candidates() []*member {
 // execute runs req under p on the least loaded member. A run that could
 // not start there (the queue is full, or the server refused the
 // connection) is tried on the next; a run that started is never replayed.
+// A group without members (its name resolves to nothing) reads as one
+// whose server could not be reached.
 func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, *member, error) {
-	var lastErr error
+	var lastErr error = protocol.NewFault(protocol.CodeConnectionRejected, unreachableText)
 	for _, m := range g.candidates() {
 		m.inFlight.Add(1)
 		res, err := m.exec.ExecuteWith(ctx, req, p)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"reflect"
@@ -44,6 +45,9 @@ type Options struct {
 	// Version is the build's version, for codemode_build_info and the
 	// spans' service.version.
 	Version string
+	// Resolver finds the members of remote groups with remote.discover;
+	// net.DefaultResolver when nil.
+	Resolver Resolver
 }
 
 // Gateway serves one configuration at a time: Reload swaps in another.
@@ -111,6 +115,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return nil, err
 		}
 		g.groups[b.Name] = grp
+		if b.Remote != nil && b.Remote.Discover != nil {
+			r := opts.Resolver
+			if r == nil {
+				r = net.DefaultResolver
+			}
+			g.startDiscovery(grp, b.Remote.Discover, r)
+		}
 		for _, m := range grp.current() {
 			g.handles.addMember(m)
 		}

@@ -24,14 +24,19 @@ func (c idCodec) memberName(group, url string) string {
 	return group + "/" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:9])
 }
 
-// withoutMembers is bs with the member lists of remote groups left out:
-// what a reload must leave as it is.
+// withoutMembers is bs with the member lists of remote groups left out,
+// and of a discover section only that it is there: what a reload must
+// leave as it is. A reload may change discover's settings; it may not
+// turn a list into discovery or back.
 func withoutMembers(bs []config.Backend) []config.Backend {
 	out := slices.Clone(bs)
 	for i := range out {
 		if r := out[i].Remote; r != nil {
 			c := *r
 			c.Members = nil
+			if c.Discover != nil {
+				c.Discover = &config.Discover{}
+			}
 			out[i].Remote = &c
 		}
 	}
@@ -68,27 +73,40 @@ func (g *group) setMembers(list []config.RemoteMember) (added, removed []*member
 	return added, removed
 }
 
-// applyMembers gives each remote group the members cfg lists.
+// applyMembers gives each remote group the members cfg lists, or the
+// discover settings it gives.
 func (g *Gateway) applyMembers(cfg *config.Config) {
 	for _, b := range cfg.Backends {
 		grp := g.groups[b.Name]
 		if grp == nil || grp.remote == nil {
 			continue
 		}
-		added, removed := grp.setMembers(b.Remote.Members)
-		for _, m := range added {
-			g.handles.addMember(m)
-			m.log.Info("executor server added by a reload")
+		if grp.discovery != nil {
+			grp.reloadDiscovery(b.Remote.Discover)
+			continue
 		}
-		if len(added) > 0 {
+		if g.changeMembers(grp, b.Remote.Members, "added by a reload", "removed by a reload") {
 			// Admit the new members now rather than at the next interval.
 			go grp.checkHealth(grp.ctx, grp.remote.dialTimeout)
 		}
-		for _, m := range removed {
-			m.log.Info("executor server removed by a reload: it finishes its executions and keeps its pinned handles until they close")
-			go g.retire(grp, m)
-		}
 	}
+}
+
+// changeMembers makes grp's members those of list, saying how each added
+// and removed one came and went; it reports whether any was added. A
+// removed member is retired: it takes no new executions and is closed
+// once its executions and pinned handles are done.
+func (g *Gateway) changeMembers(grp *group, list []config.RemoteMember, added, removed string) bool {
+	in, out := grp.setMembers(list)
+	for _, m := range in {
+		g.handles.addMember(m)
+		m.log.Info("executor server " + added)
+	}
+	for _, m := range out {
+		m.log.Info("executor server " + removed + ": it finishes its executions and keeps its pinned handles until they close")
+		go g.retire(grp, m)
+	}
+	return len(in) > 0
 }
 
 // handleCall counts a call on one of m's retained executions until the

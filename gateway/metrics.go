@@ -79,6 +79,8 @@ func newMetrics(g *Gateway) *metrics {
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codemode_pin_evictions_total", Help: "Pins evicted past the table's size or a tenant's handle bound; their handles were closed."},
 		func() float64 { return float64(ps.evictions.Load()) }))
 	f(&healthCollector{g: g, desc: prometheus.NewDesc("codemode_backend_healthy", "1 when a backend member passes its health check.", []string{"backend", "member"}, nil)})
+	f(&discoveryCollector{g: g, desc: prometheus.NewDesc("codemode_discovery_failures_total",
+		"Resolutions of a remote group's discover name that changed nothing, by reason: error (the lookup failed; the members stay) or empty (no address; the members stay for emptyGrace).", []string{"backend", "reason"}, nil)})
 	f(newPoolCollector(g.localPools))
 	for _, c := range processCollectors(g.version) {
 		f(c)
@@ -264,6 +266,24 @@ func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
 				label = fmt.Sprintf("%s/%d", grp.name, i)
 			}
 			ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, v, grp.name, label)
+		}
+	}
+}
+
+// discoveryCollector reports the failed resolutions of each remote group
+// that finds its members in DNS.
+type discoveryCollector struct {
+	g    *Gateway
+	desc *prometheus.Desc
+}
+
+func (d *discoveryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc }
+
+func (d *discoveryCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, grp := range d.g.groups {
+		if disc := grp.discovery; disc != nil {
+			ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(disc.failures.Load()), grp.name, "error")
+			ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(disc.empties.Load()), grp.name, "empty")
 		}
 	}
 }

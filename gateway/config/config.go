@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/supolka/codemode-gateway/auth"
@@ -234,9 +235,12 @@ type NativeFetch struct {
 	RequestTimeout Duration `yaml:"requestTimeout"`
 }
 
-// RemoteBackend configures a pool of remote executor servers.
+// RemoteBackend configures a pool of remote executor servers: listed one
+// by one (Members) or found in DNS (Discover), never both.
 type RemoteBackend struct {
 	Members []RemoteMember `yaml:"members"`
+	// Discover finds the members in DNS instead of a list.
+	Discover *Discover `yaml:"discover"`
 	// HealthInterval is how often members are checked. Default: 5s.
 	HealthInterval Duration `yaml:"healthInterval"`
 	// DialTimeout bounds one connection attempt. Default: 10s.
@@ -252,6 +256,46 @@ type RemoteMember struct {
 	KeyEnv string `yaml:"keyEnv"`
 	// Key is KeyEnv's value, read once by validation.
 	Key string `yaml:"-"`
+	// ServerName is the name a wss:// server's certificate is checked
+	// against when it is not the URL's host: a member found in DNS is
+	// dialled at its address, and its certificate names the DNS name.
+	ServerName string `yaml:"-"`
+}
+
+// Discover names a remote group's members by one DNS name, as a
+// Kubernetes headless Service does: every address the name resolves to (A
+// and AAAA) is an executor server on Port, re-resolved every Interval.
+type Discover struct {
+	// DNS is the name to resolve.
+	DNS string `yaml:"dns"`
+	// Port is the executor servers' port.
+	Port int `yaml:"port"`
+	// Scheme is "ws" (default) or "wss". With wss, each server's
+	// certificate is checked against DNS, not its address.
+	Scheme string `yaml:"scheme"`
+	// Path is the servers' route. Default: "/".
+	Path string `yaml:"path"`
+	// KeyEnv names the environment variable holding the bearer key the
+	// gateway presents to every member; empty sends none.
+	KeyEnv string `yaml:"keyEnv"`
+	// Key is KeyEnv's value, read once by validation.
+	Key string `yaml:"-"`
+	// Interval is how often the name is resolved again. Default: 10s.
+	Interval Duration `yaml:"interval"`
+	// EmptyGrace is how long the members are kept when the name resolves
+	// to no address; past it the group has no members until the name
+	// resolves again. Default: 1m.
+	EmptyGrace Duration `yaml:"emptyGrace"`
+}
+
+// Member is the executor server at addr, one of those d names.
+func (d *Discover) Member(addr netip.Addr) RemoteMember {
+	u := url.URL{Scheme: d.Scheme, Host: netip.AddrPortFrom(addr.Unmap(), uint16(d.Port)).String(), Path: d.Path}
+	m := RemoteMember{URL: u.String(), KeyEnv: d.KeyEnv, Key: d.Key}
+	if d.Scheme == "wss" {
+		m.ServerName = strings.TrimSuffix(d.DNS, ".")
+	}
+	return m
 }
 
 // JWT configures JWT bearer tokens.

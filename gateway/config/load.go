@@ -25,6 +25,8 @@ const (
 	DefaultPinsSize          = 10000
 	DefaultHealthInterval    = Duration(5e9)
 	DefaultRemoteDialTimeout = Duration(10e9)
+	DefaultDiscoverInterval  = Duration(10e9)
+	DefaultDiscoverGrace     = Duration(60e9)
 	DefaultDrainTimeout      = Duration(30e9)
 	maxConfigBytes           = 4 << 20
 	// maxProblems is how many problems of one file are listed.
@@ -209,6 +211,12 @@ func (c *Config) applyDefaults() {
 		if r := b.Remote; r != nil {
 			r.HealthInterval = cmp.Or(r.HealthInterval, DefaultHealthInterval)
 			r.DialTimeout = cmp.Or(r.DialTimeout, DefaultRemoteDialTimeout)
+			if d := r.Discover; d != nil {
+				d.Scheme = cmp.Or(d.Scheme, "ws")
+				d.Path = cmp.Or(d.Path, "/")
+				d.Interval = cmp.Or(d.Interval, DefaultDiscoverInterval)
+				d.EmptyGrace = cmp.Or(d.EmptyGrace, DefaultDiscoverGrace)
+			}
 		}
 	}
 	for i := range c.Tenants {

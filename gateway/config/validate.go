@@ -341,9 +341,15 @@ func (v *validator) backend(path string, b *Backend) {
 		if b.Local != nil {
 			v.add(path+".local", "a remote backend takes no local section")
 		}
-		if b.Remote == nil || len(b.Remote.Members) == 0 {
-			v.add(path+".remote.members", "a remote backend needs at least one member {url: ws://host:port/}")
+		switch {
+		case b.Remote == nil || (len(b.Remote.Members) == 0 && b.Remote.Discover == nil):
+			v.add(path+".remote.members", "a remote backend needs at least one member {url: ws://host:port/}, or discover: {dns: name, port: n} to find them in DNS")
 			return
+		case b.Remote.Discover != nil && len(b.Remote.Members) > 0:
+			v.add(path+".remote.discover", "members and discover are two ways to name the executor servers; keep one")
+			return
+		case b.Remote.Discover != nil:
+			v.discover(path+".remote.discover", b.Remote.Discover)
 		}
 		urls := map[string]int{}
 		for j := range b.Remote.Members {
@@ -370,6 +376,46 @@ func (v *validator) backend(path string, b *Backend) {
 		v.add(path+".type", "is required: local or remote")
 	default:
 		v.add(path+".type", "%q is not a backend type; use local or remote", b.Type)
+	}
+}
+
+// dnsName is a host name as DNS writes it: dot-separated labels of
+// letters, digits, hyphens (and underscores, which service records use),
+// with an optional final dot.
+var dnsName = regexp.MustCompile(`^([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)*[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.?$`)
+
+// minDiscoverInterval keeps a typo (1ms) from resolving the name in a
+// tight loop on every replica.
+const minDiscoverInterval = Duration(1e9)
+
+func (v *validator) discover(path string, d *Discover) {
+	switch _, err := netip.ParseAddr(d.DNS); {
+	case d.DNS == "":
+		v.add(path+".dns", "is required: the DNS name whose addresses are the executor servers (a Kubernetes headless Service's name)")
+	case err == nil:
+		v.add(path+".dns", "%q is an address, not a name; list it under members instead", d.DNS)
+	case len(d.DNS) > 253 || !dnsName.MatchString(d.DNS):
+		v.add(path+".dns", "%q is not a DNS name such as executors.namespace.svc.cluster.local", d.DNS)
+	}
+	if d.Port < 1 || d.Port > 65535 {
+		v.add(path+".port", "is required: the executor servers' port, 1 to 65535")
+	}
+	if d.Scheme != "ws" && d.Scheme != "wss" {
+		v.add(path+".scheme", "%q is not a scheme; use ws or wss", d.Scheme)
+	}
+	if u, err := url.Parse(d.Path); err != nil || !strings.HasPrefix(d.Path, "/") || u.Path != d.Path || u.RawQuery != "" || u.Fragment != "" {
+		v.add(path+".path", "%q is not a path such as / or /v1/executor", d.Path)
+	}
+	if d.KeyEnv != "" {
+		if d.Key = v.getenv(d.KeyEnv); d.Key == "" {
+			v.add(path+".keyEnv", "environment variable %s is not set; it must hold the bearer key for these executor servers", d.KeyEnv)
+		}
+	}
+	if d.Interval < minDiscoverInterval {
+		v.add(path+".interval", "%s is too short; resolve the name at most once a second", d.Interval.Std())
+	}
+	if d.EmptyGrace < 0 {
+		v.add(path+".emptyGrace", "must not be negative")
 	}
 }
 
