@@ -53,7 +53,17 @@ type member struct {
 // executor server (remote.Executor).
 type healthChecker interface {
 	Ping(ctx context.Context) error
+	// Draining: the server refused an execution as draining on the
+	// session it serves now; it takes no new executions, and keeps
+	// serving the handles pinned to it until it closes that session.
+	Draining() bool
 }
+
+// draining reports whether m is a remote member whose server is draining.
+func (m *member) draining() bool { return m.health != nil && m.health.Draining() }
+
+// takesRuns: m passes its health check and is not draining.
+func (m *member) takesRuns() bool { return m.healthy.Load() && !m.draining() }
 
 // poolReporter is a member with a worker pool whose counters the metrics
 // report: the local backend (local.Executor).
@@ -256,29 +266,40 @@ func (g *group) checkHealth(ctx context.Context, timeout time.Duration) {
 	wg.Wait()
 }
 
-// usable: some member passes its health check.
+// usable: some member passes its health check and is not draining.
 func (g *group) usable() bool {
 	for _, m := range g.current() {
-		if m.healthy.Load() {
+		if m.takesRuns() {
 			return true
 		}
 	}
 	return false
 }
 
-// candidates lists the healthy members, fewest executions in flight first.
-// When none is healthy every member is listed, so that a request still
-// learns why (its connection error) rather than a generic refusal.
+// candidates lists the healthy members that are not draining, fewest
+// executions in flight first. When there is none every member is listed,
+// draining ones last, so that a request still learns why (its connection
+// error, the draining refusal) rather than a generic refusal.
 func (g *group) candidates() []*member {
 	var out []*member
 	members := g.current()
 	for _, m := range members {
-		if m.healthy.Load() {
+		if m.takesRuns() {
 			out = append(out, m)
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, members...)
+		for _, m := range members {
+			if !m.draining() {
+				out = append(out, m)
+			}
+		}
+		for _, m := range members {
+			if m.draining() {
+				out = append(out, m)
+			}
+		}
+		return out
 	}
 	// Insertion sort: groups are small.
 	for i := 1; i < len(out); i++ {
@@ -290,10 +311,10 @@ func (g *group) candidates() []*member {
 }
 
 // execute runs req under p on the least loaded member. A run that could
-// not start there (the queue is full, or the server refused the
-// connection) is tried on the next; a run that started is never replayed.
-// A group without members (its name resolves to nothing) reads as one
-// whose server could not be reached.
+// not start there (the queue is full, the server is draining, or it
+// refused the connection) is tried on the next; a run that started is
+// never replayed. A group without members (its name resolves to nothing)
+// reads as one whose server could not be reached.
 func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, *member, error) {
 	var lastErr error = protocol.NewFault(protocol.CodeConnectionRejected, unreachableText)
 	for _, m := range g.candidates() {
@@ -303,6 +324,9 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p pro
 		err = m.forTenant(err)
 		switch protocol.CodeOf(err) {
 		case protocol.CodeQueueOverflow:
+			if protocol.IsExecutorDraining(err) {
+				m.log.Info("executor server draining: it takes no new executions and keeps its pinned handles until it closes")
+			}
 			lastErr = err
 			continue
 		case protocol.CodeConnectionRejected:

@@ -26,7 +26,12 @@ type ExecutorServer struct {
 	executions *prometheus.CounterVec
 	wall       *prometheus.HistogramVec
 	inFlight   prometheus.Gauge
-	stopping   atomic.Bool
+	// draining is set by Drain: readiness fails and new executions are
+	// refused with the retryable ExecutorDrainingError.
+	draining atomic.Bool
+	// runs and calls count the executions and the calls on retained ones
+	// in flight, which a drain waits for.
+	runs, calls inFlightCount
 }
 
 // PooledExecutor is what an executor server serves: an executor that takes
@@ -62,6 +67,13 @@ func (s *ExecutorServer) Execute(ctx context.Context, req *protocol.ExecuteReque
 // ExecuteWith implements protocol.PolicyExecutor: the ExecutorApi server
 // passes the hook that releases the stubs it kept.
 func (s *ExecutorServer) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
+	// Counted before the check, so that a drain which saw no execution in
+	// flight cannot miss one that slipped past the check.
+	s.runs.Add(1)
+	defer s.runs.Add(-1)
+	if s.draining.Load() {
+		return nil, protocol.NewExecutorDrainingError()
+	}
 	s.inFlight.Inc()
 	defer s.inFlight.Dec()
 	start := time.Now()
@@ -76,27 +88,64 @@ func (s *ExecutorServer) ExecuteWith(ctx context.Context, req *protocol.ExecuteR
 
 // InvokeHandle implements protocol.Executor.
 func (s *ExecutorServer) InvokeHandle(ctx context.Context, id, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	s.calls.Add(1)
+	defer s.calls.Add(-1)
 	return s.exec.InvokeHandle(ctx, id, handle, req)
 }
 
 // CloseHandles implements protocol.Executor.
 func (s *ExecutorServer) CloseHandles(ctx context.Context, id string) error {
+	s.calls.Add(1)
+	defer s.calls.Add(-1)
 	return s.exec.CloseHandles(ctx, id)
 }
 
 // Close implements protocol.Executor: it closes the local backend.
 func (s *ExecutorServer) Close() error { return s.exec.Close() }
 
-// Stop fails readiness from now on, for a server about to shut down.
-func (s *ExecutorServer) Stop() { s.stopping.Store(true) }
+// drainPoll is how often a drain asks the local backend whether retained
+// executions are left: it closes them on its own (closeHandles, the idle
+// bound, a crash) and tells no one.
+const drainPoll = 50 * time.Millisecond
+
+// Drain readies the server to shut down: from now on readiness fails and
+// new executions are refused with the retryable ExecutorDrainingError,
+// while the executions in flight, the retained executions and the calls on
+// them go on. It returns once none is left, or with ctx's error at the
+// drain bound; closing the server then ends what remains.
+func (s *ExecutorServer) Drain(ctx context.Context) error {
+	s.draining.Store(true)
+	s.log.Info("draining: new executions are refused, waiting for those in flight and the retained ones")
+	for {
+		if !waitClosed(ctx, s.runs.idle()) || !waitClosed(ctx, s.calls.idle()) {
+			return s.drainEnded(ctx)
+		}
+		st := s.exec.Stats()
+		if st.Retained == 0 && s.runs.Load() == 0 && s.calls.Load() == 0 {
+			s.log.Info("drained")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return s.drainEnded(ctx)
+		case <-time.After(drainPoll):
+		}
+	}
+}
+
+// drainEnded says what the drain bound left behind.
+func (s *ExecutorServer) drainEnded(ctx context.Context) error {
+	s.log.Warn("drain bound reached: what is left is closed", "executions", s.runs.Load(), "retained", s.exec.Stats().Retained)
+	return ctx.Err()
+}
 
 // AdminHandler serves the executor server's operator endpoints
-// (NewAdminHandler): /readyz passes until Stop. It has no configuration
+// (NewAdminHandler): /readyz passes until Drain. It has no configuration
 // file, so no /reload.
 func (s *ExecutorServer) AdminHandler() http.Handler {
 	return NewAdminHandler(AdminEndpoints{Registry: s.reg, NotReady: func() string {
-		if s.stopping.Load() {
-			return "stopping"
+		if s.draining.Load() {
+			return "draining"
 		}
 		return ""
 	}})

@@ -351,6 +351,7 @@ func TestDeclaredFailureGrammar(t *testing.T) {
 		NewDeliveryTooLargeError(DeliveryExecution, 2, 1),
 		NewDeliveryTooLargeError(DeliveryHandleRequest, 2, 1),
 		NewDrainingError(),
+		NewExecutorDrainingError(),
 		errors.New(ConsoleCaptureMessage),
 	} {
 		text := err.Error()

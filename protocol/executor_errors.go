@@ -1,6 +1,9 @@
 package protocol
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+)
 
 // The executor's own declared failures and faults beyond the contract's
 // quoted ones: each composes its text in the contract's grammar (what
@@ -168,3 +171,34 @@ func (*DrainingError) Error() string {
 
 // FaultCode is CodeQueueOverflow.
 func (*DrainingError) FaultCode() Code { return CodeQueueOverflow }
+
+// ExecutorDrainingError: an executor server is draining for a restart and
+// turned an execution away before it started. It carries
+// CodeQueueOverflow, which is retryable: nothing of the execution ran, so
+// another executor server (or this one after its restart) may run it.
+//
+//	This executor server is draining for a restart, so the execution was turned away before it started. Retry it; another executor server, or this one after the restart, will run it.
+type ExecutorDrainingError struct{}
+
+// NewExecutorDrainingError composes the text.
+func NewExecutorDrainingError() *ExecutorDrainingError { return &ExecutorDrainingError{} }
+
+const executorDrainingText = "This executor server is draining for a restart, so the execution was turned away before it started. Retry it; another executor server, or this one after the restart, will run it."
+
+func (*ExecutorDrainingError) Error() string { return executorDrainingText }
+
+// FaultCode is CodeQueueOverflow.
+func (*ExecutorDrainingError) FaultCode() Code { return CodeQueueOverflow }
+
+// IsExecutorDraining reports whether err is an executor server's draining
+// refusal: an *ExecutorDrainingError in this process, or, after it crossed
+// the wire, a QUEUE_OVERFLOW fault whose whole text is its text. A caller
+// in front of several executor servers sends such a run to another.
+func IsExecutorDraining(err error) bool {
+	var d *ExecutorDrainingError
+	if errors.As(err, &d) {
+		return true
+	}
+	var f *Fault
+	return errors.As(err, &f) && f.Code == CodeQueueOverflow && f.Error() == executorDrainingText
+}

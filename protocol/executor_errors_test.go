@@ -31,6 +31,8 @@ func TestExecutorErrorTexts(t *testing.T) {
 			"The handle request is 70000000 bytes, past the 67108864-byte bound on one message to the executor's worker process, so it was not delivered. Send a smaller body.", CodeInternal},
 		{NewDrainingError(),
 			"This gateway is draining for a restart, so the execution was turned away before it started. Retry it; another replica, or this one after the restart, will run it.", CodeQueueOverflow},
+		{NewExecutorDrainingError(),
+			"This executor server is draining for a restart, so the execution was turned away before it started. Retry it; another executor server, or this one after the restart, will run it.", CodeQueueOverflow},
 	} {
 		if got := c.err.Error(); got != c.want {
 			t.Errorf("%T:\ngot  %q\nwant %q", c.err, got, c.want)
@@ -56,6 +58,29 @@ func TestTenantBoundTexts(t *testing.T) {
 	} {
 		if got := NewTenantLimitError("acme", c.limit, 500*time.Millisecond).Error(); got != c.want {
 			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+}
+
+// IsExecutorDraining knows the refusal in this process and after it crossed
+// the wire, and nothing else: not another QUEUE_OVERFLOW text, not its
+// text under another code.
+func TestIsExecutorDraining(t *testing.T) {
+	text := NewExecutorDrainingError().Error()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{NewExecutorDrainingError(), true},
+		{Rehydrate(text, CodeQueueOverflow, nil), true},
+		{Rehydrate(text, CodeInternal, nil), false},
+		{Rehydrate(text+" ", CodeQueueOverflow, nil), false},
+		{NewDrainingError(), false},
+		{NewQueueOverflowError(1, time.Second), false},
+		{nil, false},
+	} {
+		if got := IsExecutorDraining(c.err); got != c.want {
+			t.Errorf("IsExecutorDraining(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

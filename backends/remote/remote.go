@@ -48,10 +48,14 @@ type Executor struct {
 	url  string
 	opts Options
 
-	mu       sync.Mutex
-	sess     *capnweb.Session
-	client   *executorapi.Client
-	closed   bool
+	mu     sync.Mutex
+	sess   *capnweb.Session
+	client *executorapi.Client
+	closed bool
+	// draining is the session whose server refused an execution as
+	// draining: it keeps serving what it holds (calls on retained
+	// executions above all) until the server closes it.
+	draining *capnweb.Session
 	backoff  time.Duration // current wait after a failed attempt
 	retryAt  time.Time     // no attempt before this
 	lastFail error
@@ -115,21 +119,27 @@ func (e *Executor) connect(ctx context.Context) (*capnweb.Session, *executorapi.
 // live returns a client on a live session, dialing again when the last one
 // ended. Calls already in flight on a dead session have failed on their own.
 func (e *Executor) live(ctx context.Context) (*executorapi.Client, error) {
+	c, _, err := e.liveSession(ctx)
+	return c, err
+}
+
+// liveSession is live with the session the client calls on.
+func (e *Executor) liveSession(ctx context.Context) (*executorapi.Client, *capnweb.Session, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, protocol.NewFault(protocol.CodeConnectionBroken, "the remote executor was closed")
+		return nil, nil, protocol.NewFault(protocol.CodeConnectionBroken, "the remote executor was closed")
 	}
 	if e.sess != nil {
 		select {
 		case <-e.sess.Done():
 			e.sess, e.client = nil, nil
 		default:
-			return e.client, nil
+			return e.client, e.sess, nil
 		}
 	}
 	if now := time.Now(); now.Before(e.retryAt) {
-		return nil, protocol.Faultf(protocol.CodeConnectionRejected,
+		return nil, nil, protocol.Faultf(protocol.CodeConnectionRejected,
 			fmt.Errorf("not reconnecting to %s for another %v after: %w", e.url, e.retryAt.Sub(now).Round(time.Millisecond), e.lastFail))
 	}
 	sess, client, err := e.connect(ctx)
@@ -140,11 +150,11 @@ func (e *Executor) live(ctx context.Context) (*executorapi.Client, error) {
 			e.backoff = min(2*e.backoff, e.opts.MaxBackoff)
 		}
 		e.retryAt, e.lastFail = time.Now().Add(e.backoff), err
-		return nil, err
+		return nil, nil, err
 	}
 	e.backoff, e.retryAt, e.lastFail = 0, time.Time{}, nil
 	e.sess, e.client = sess, client
-	return client, nil
+	return client, sess, nil
 }
 
 // Execute implements protocol.Executor: ExecuteWith with no policy.
@@ -155,12 +165,41 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 // ExecuteWith implements protocol.PolicyExecutor. Of p only HandlesClosed
 // applies: the rest has no wire form, and the server holds executions to
 // its own operator's bounds.
+//
+// A server that refuses the execution as draining
+// (protocol.IsExecutorDraining) marks the session Draining until it ends.
 func (e *Executor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
-	c, err := e.live(ctx)
+	c, sess, err := e.liveSession(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return c.ExecuteWith(ctx, req, p)
+	res, err := c.ExecuteWith(ctx, req, p)
+	if protocol.IsExecutorDraining(err) {
+		e.mu.Lock()
+		if e.sess == sess {
+			e.draining = sess
+		}
+		e.mu.Unlock()
+	}
+	return res, err
+}
+
+// Draining reports whether the server on the current session refused an
+// execution as draining: it takes no new executions, but still serves
+// the retained executions it holds, until it closes the session. The next
+// session (to the server's replacement, say) starts out not draining.
+func (e *Executor) Draining() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess == nil || e.sess != e.draining {
+		return false
+	}
+	select {
+	case <-e.sess.Done():
+		return false
+	default:
+		return true
+	}
 }
 
 // InvokeHandle implements protocol.Executor. Handles live on the server,

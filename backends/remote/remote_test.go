@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -546,4 +547,53 @@ func TestRetainedOutboundReleasedAtTheIdleBound(t *testing.T) {
 	sess, _, _, base := grantWithStub(t, local.Options{MaxWorkers: 1, HandlesIdleTimeout: 300 * time.Millisecond},
 		"async () => (req) => new Response('ok')", protocol.Timeout{})
 	testutil.WaitFor(t, 5*time.Second, func() bool { return sess.Stats() == base }, "the idle bound to release the outbound stub: %+v, want %+v", sess.Stats(), base)
+}
+
+// drainingExecutor refuses new executions as an executor server that is
+// draining does, once draining is set.
+type drainingExecutor struct {
+	*executortest.Recorder
+	draining atomic.Bool
+}
+
+func (d *drainingExecutor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
+	if d.draining.Load() {
+		return nil, protocol.NewExecutorDrainingError()
+	}
+	return d.Recorder.ExecuteWith(ctx, req, p)
+}
+
+func (d *drainingExecutor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return d.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// A server's draining refusal arrives as the retryable fault it is, marks
+// the session Draining, and a session dialed after the server closed that
+// one (its replacement's) is not draining.
+func TestDrainingRefusalMarksTheSession(t *testing.T) {
+	fake := &drainingExecutor{Recorder: executortest.NewRecorder()}
+	url, ts := serve(t, fake, executorapi.ServerOptions{})
+	e := dial(t, url)
+	if e.Draining() {
+		t.Fatal("a fresh session reads as draining")
+	}
+	fake.draining.Store(true)
+	_, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:1"})
+	if !protocol.IsExecutorDraining(err) || err.Error() != protocol.NewExecutorDrainingError().Error() || !protocol.CodeOf(err).Retryable() {
+		t.Fatalf("a draining server's refusal arrived as %v (code %q)", err, protocol.CodeOf(err))
+	}
+	if !e.Draining() {
+		t.Fatal("the session is not marked draining after the refusal")
+	}
+	if err := e.Ping(ctx(t)); err != nil || !e.Draining() {
+		t.Fatalf("a draining server's session: ping %v, draining %v; want it still answering and draining", err, e.Draining())
+	}
+	fake.draining.Store(false) // the replacement, on the same address
+	testutil.WaitFor(t, 5*time.Second, func() bool { return ts.sessionCount() == 1 }, "the server to register its session")
+	ts.dropAll()
+	testutil.WaitFor(t, 5*time.Second, func() bool { return !e.Draining() }, "the closed session to stop reading as draining")
+	res, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:2"})
+	if err != nil || res.ResultJSON != "2" || e.Draining() {
+		t.Fatalf("on the next session: %+v, %v, draining %v", res, err, e.Draining())
+	}
 }

@@ -257,8 +257,10 @@ programs on the embedded local backend: what a gateway's remote backend
 group connects to. Every caller is one tenant to it; the gateway in front
 applies the tenants' policies and shares. With --admin-listen it serves
 /healthz, /readyz and /metrics on a listener of their own, and it logs
-one line per execution. SIGINT or SIGTERM fails readiness, then stops,
-giving open requests up to ten seconds.`
+one line per execution. SIGINT or SIGTERM drains it: readiness fails, the
+listener closes (a replacement may take the address), new executions are
+turned away with a retryable QUEUE_OVERFLOW, and the executions in flight
+and the retained ones go on, for up to --drain-timeout; then it stops.`
 
 // serveExecutor runs `gateway serve --executor-server`: the contract's
 // ExecutorApi on one WebSocket route, served by the embedded local backend.
@@ -283,6 +285,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	workerUser := fs.String("worker-user", "", "who worker processes run as when this runs as root: a user name or uid:gid (default 65534:65534, nobody)")
 	noSeccomp := fs.Bool("disable-seccomp", false, "start worker processes without their system-call filter (a kernel without seccomp)")
 	fs.Bool("executor-server", false, "serve ExecutorApi on the local backend instead of a gateway configuration (this command)")
+	drainTimeout := fs.Duration("drain-timeout", 10*time.Second, "on SIGINT or SIGTERM, how long executions in flight and retained executions may go on before the server closes them and exits")
 	tracing := fs.Bool("tracing", false, "export OpenTelemetry traces over OTLP/HTTP, configured by the standard OTEL_* environment variables")
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
@@ -357,9 +360,19 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	if !serveUntil(ctx, srv, ln, logger) {
 		return 1
 	}
-	exec.Stop()
-	logger.Info("stopping: open requests get up to ten seconds")
-	shutdown(logger, 10*time.Second, srv, adminSrv)
+	// Draining: the listener closes at once, so that a replacement can
+	// listen on the address; the gateways' open connections stay, and on
+	// them new executions are refused (retryable, so a gateway sends them
+	// to another member) while the executions in flight, the retained ones
+	// and the calls on them finish, up to the drain bound. Only then are
+	// the connections closed.
+	logger.Info("stopping: draining", "timeout", *drainTimeout)
+	srv.SetKeepAlivesEnabled(false)
+	ln.Close()
+	drainCtx, cancel := context.WithTimeout(context.Background(), *drainTimeout)
+	defer cancel()
+	exec.Drain(drainCtx)
+	shutdown(logger, 5*time.Second, srv, adminSrv)
 	return 0
 }
 
