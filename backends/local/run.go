@@ -32,8 +32,7 @@ type run struct {
 
 	done  chan runOutcome // buffered: the outcome, once
 	state atomic.Int32    // runRunning, runSettled or runAbandoned
-	// cancelledAt is when the caller gave up (wire.MonoNow), 0 before: past it
-	// plus the kill grace the run must no longer hold its worker's gate.
+	// cancelledAt is when the caller gave up (wire.MonoNow), 0 before.
 	cancelledAt atomic.Int64
 	start       time.Time
 

@@ -40,13 +40,17 @@ type worker struct {
 	byRun  map[uint64]*run
 	dead   bool   // its death has been dealt with: no run joins it
 	blamed uint64 // the run the parent killed the process for; 0: none
-	// stuck is the run found executing past its deadline (or its cancel)
-	// plus the kill grace, in Go code no interrupt reaches; stuckAt when
+	// stuck is the run found executing past its deadline plus the kill
+	// grace, in Go code no interrupt reaches; stuckAt when
 	// (MonoNow), stuckFor which bound. The monitor alone touches them.
 	stuck    uint64
 	stuckAt  int64
 	stuckFor wire.Bound
-	wake     chan struct{}
+	// cancelStuck: a run its caller cancelled was found in Go code past
+	// the kill grace; the worker takes nothing new and goes once only
+	// cancelled runs are left. The monitor alone touches it.
+	cancelStuck bool
+	wake        chan struct{}
 	// watched is closed once the worker's death has been dealt with.
 	watched chan struct{}
 }
@@ -277,8 +281,8 @@ func (w *worker) sessionEnded(r *run, h *held, m *wire.Message) {
 // monitor holds the bounds only the process can hold: the worker's memory
 // (RSS past it kills the worker, charged to the run estimated to hold the
 // most) and the deadline of every run executing (past it plus the kill
-// grace, or past its cancel plus the grace, Go code the interrupt cannot
-// reach is running, and only a kill stops it). It reports whether the
+// grace, Go code the interrupt cannot reach is running, and only a kill
+// stops it). It reports whether the
 // worker hosts any run, so that an idle one is not polled.
 func (w *worker) monitor() bool {
 	w.mu.Lock()
@@ -294,6 +298,7 @@ func (w *worker) monitor() bool {
 	now, grace := wire.MonoNow(), int64(w.e.opts.KillGrace)
 	executing := false
 	var over wire.Slot
+	cancelled := false
 	w.p.table.Each(func(s wire.Slot) {
 		if !s.Active || over.Run != 0 {
 			return
@@ -305,12 +310,22 @@ func (w *worker) monitor() bool {
 		default:
 			if r := w.lookup(s.Run); r != nil {
 				if c := r.cancelledAt.Load(); c != 0 && now > c+grace {
-					over = s
-					over.Bound = wire.BoundTime
+					cancelled = true
 				}
 			}
 		}
 	})
+	// A run its caller cancelled while in Go code (compiling a large
+	// program, say) is not worth its siblings, other callers' runs: the
+	// worker takes nothing new and goes once only cancelled runs are left
+	// (the run's deadline still holds meanwhile).
+	if cancelled && !w.cancelStuck {
+		w.cancelStuck = true
+		w.e.drain(w)
+	}
+	if w.cancelStuck && w.stuck == 0 && w.onlyAbandonedLeft() {
+		w.kill(killOverrun, 0)
+	}
 	if over.Run != 0 {
 		w.stopStuck(over, now)
 	}
@@ -346,6 +361,19 @@ func (w *worker) stopStuck(s wire.Slot, now int64) {
 		}
 		r.died(deathNote{reason: reason, blamed: s.Run, used: map[uint64]wire.Slot{s.Run: s}})
 	}
+}
+
+// onlyAbandonedLeft reports whether every run the worker still hosts was
+// given up by its caller.
+func (w *worker) onlyAbandonedLeft() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range w.byRun {
+		if r.state.Load() != runAbandoned {
+			return false
+		}
+	}
+	return true
 }
 
 // onlyStuckLeft reports whether the stuck run is all the worker still

@@ -12,8 +12,9 @@ import (
 
 func (s *Session) readLoop() {
 	for {
-		msg, err := s.t.ReadMessage(context.Background())
+		msg, err := s.read()
 		if err != nil {
+			s.returnReserved()
 			var pe *ProtocolError
 			var ce *CloseError
 			switch {
@@ -30,7 +31,9 @@ func (s *Session) readLoop() {
 			s.protocolError(protoErrorf("message of %d bytes exceeds the limit of %d", len(msg), s.opts.MaxMessageSize))
 			return
 		}
-		if perr := s.handleMessage(msg); perr != nil {
+		perr := s.handleMessage(msg)
+		s.returnReserved()
+		if perr != nil {
 			s.protocolError(perr)
 			return
 		}
@@ -45,6 +48,15 @@ func (s *Session) readLoop() {
 		default:
 		}
 	}
+}
+
+// read reads the next message; over a transport that can wait once a
+// message begins to arrive, only when the memory budget has room for it.
+func (s *Session) read() ([]byte, error) {
+	if gr, ok := s.t.(gatedReader); ok && s.opts.Memory != nil {
+		return gr.readGated(context.Background(), s.reserveRead)
+	}
+	return s.t.ReadMessage(context.Background())
 }
 
 func (s *Session) newEvaluator() *evaluator {
@@ -171,20 +183,25 @@ func (s *Session) handlePush(expr any, size int) *ProtocolError {
 		return perr
 	}
 	ex := &export{id: id, refcount: 1, cost: int64(size) + exportOverhead}
-	if abort := s.account(ex.cost); abort != nil {
+	if abort := s.accountReserved(ex.cost); abort != nil {
 		defer abort() // after the lock is released
 	}
+	// The call's decoded arguments, and what its handler makes of them,
+	// are held until it settles.
+	decoded := s.chargeWhile(callFactor * int64(size))
 	ev := s.newEvaluator()
 	v, err := ev.eval(expr, 0)
 	if err != nil {
 		var ue *unsupportedError
 		if !errors.As(err, &ue) {
 			s.mu.Unlock()
+			decoded()
 			return asProto(err)
 		}
 		ex.prom = newCell()
 		s.exports[id] = ex
 		s.mu.Unlock()
+		decoded()
 		for _, st := range ev.stubs {
 			st.Release()
 		}
@@ -203,6 +220,7 @@ func (s *Session) handlePush(expr any, size int) *ProtocolError {
 	// Arguments' stubs are released when the call settles, except those
 	// the result hands on, which live as long as the result's entry.
 	ex.prom.then(func(res any, _ error) {
+		decoded()
 		var inResult map[*Stub]bool
 		walkStubs(res, func(st *Stub) {
 			if inResult == nil {

@@ -3,6 +3,7 @@ package capnweb
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/supolka/codemode-gateway/jsvalue"
 )
@@ -12,23 +13,100 @@ import (
 // is outstanding (measured near 600 bytes; rounded up).
 const exportOverhead = 1024
 
+// decodeFactor is what a received message costs while it is read and
+// decoded, in multiples of its size: the bytes read, the strings decoded
+// from them, and the copy a handler makes to pass them on (an execute's
+// code framed for a worker process).
+const decodeFactor = 3
+
+// callFactor is what a pushed call's message costs, in multiples of its
+// size, beyond the message itself while the call runs: its decoded
+// arguments, and what the handler makes of them (a job written to a
+// worker) until it returns.
+const callFactor = 2
+
+// stallAfter is how long a reader waits for room with nothing given back
+// before the budget is taken to be stuck (readers waiting on room that
+// only their own peers' releases, or their peers' departures, would give)
+// and the session holding the most is aborted.
+const stallAfter = 2 * time.Second
+
 // MemoryBudget bounds the bytes the sessions sharing it hold on behalf of
-// their peers: the messages that pushed calls still outstanding, those
-// calls' results until the peer releases them, and messages waiting to be
-// written. Past the bound the session holding the most is aborted (with
-// the reason MemoryBudgetText), so a peer that pushes calls and never pulls
-// them costs its own connection, not the others'.
+// their peers: the messages being read and decoded, the messages that
+// pushed calls still outstanding (and their decoded arguments while the
+// calls run), those calls' results until the peer releases them, and
+// messages waiting to be written. A session reads its next message only
+// when the budget has room for the largest one (backpressure: its peer's
+// writes wait in the socket). Past the bound, or when readers have waited
+// stallAfter with nothing given back, the session holding the most is
+// aborted (with the reason MemoryBudgetText), so a peer that pushes calls
+// and never pulls them costs its own connection, not the others'.
 type MemoryBudget struct {
 	limit int64
 
 	mu   sync.Mutex
 	used int64
 	by   map[*Session]int64
+	// gaveBack is closed, and replaced, when bytes are given back: it
+	// wakes the readers waiting for room.
+	gaveBack chan struct{}
 }
 
 // NewMemoryBudget makes a budget of limit bytes.
 func NewMemoryBudget(limit int64) *MemoryBudget {
-	return &MemoryBudget{limit: limit, by: map[*Session]int64{}}
+	return &MemoryBudget{limit: limit, by: map[*Session]int64{}, gaveBack: make(chan struct{})}
+}
+
+// reserve charges n bytes to s once the budget has room for them, waiting
+// until then or until s ends (false). A session alone on the budget always
+// has room.
+func (b *MemoryBudget) reserve(s *Session, n int64) bool {
+	stall := time.NewTimer(stallAfter)
+	defer stall.Stop()
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.limit || b.used == b.by[s] {
+			b.used += n
+			b.by[s] += n
+			b.mu.Unlock()
+			return true
+		}
+		wake := b.gaveBack
+		b.mu.Unlock()
+		select {
+		case <-wake:
+			stall.Reset(stallAfter)
+		case <-s.done:
+			return false
+		case <-stall.C:
+			b.abortStuck()
+			stall.Reset(stallAfter)
+		}
+	}
+}
+
+// abortStuck aborts the session holding the most, for a budget that
+// stays spent.
+func (b *MemoryBudget) abortStuck() {
+	b.mu.Lock()
+	top, most := b.topLocked()
+	b.mu.Unlock()
+	if top != nil {
+		top.protocolError(&ProtocolError{Reason: MemoryBudgetText(b.limit, most)})
+	}
+}
+
+// topLocked is the session holding the most, and how much. Caller holds
+// b.mu.
+func (b *MemoryBudget) topLocked() (*Session, int64) {
+	var top *Session
+	var most int64
+	for t, v := range b.by {
+		if v > most {
+			top, most = t, v
+		}
+	}
+	return top, most
 }
 
 // charge adds n bytes (negative: gives them back) to what s holds. When a
@@ -46,17 +124,14 @@ func (b *MemoryBudget) charge(s *Session, n int64) (*Session, int64) {
 	} else {
 		delete(b.by, s)
 	}
+	if n < 0 {
+		close(b.gaveBack)
+		b.gaveBack = make(chan struct{})
+	}
 	if n < 0 || b.used <= b.limit {
 		return nil, 0
 	}
-	var top *Session
-	var most int64
-	for t, v := range b.by {
-		if v > most {
-			top, most = t, v
-		}
-	}
-	return top, most
+	return b.topLocked()
 }
 
 // MemoryBudgetText is the abort reason of a session ended because the
@@ -85,6 +160,69 @@ func (s *Session) account(n int64) func() {
 	}
 	limit := s.opts.Memory.limit
 	return func() { victim.protocolError(&ProtocolError{Reason: MemoryBudgetText(limit, held)}) }
+}
+
+// accountReserved is account for bytes the reader reserved for the
+// message being handled: as much of n as is reserved moves to what the
+// session holds, and only the rest is charged anew. Caller holds s.mu.
+func (s *Session) accountReserved(n int64) func() {
+	if s.opts.Memory == nil || s.ended {
+		return nil
+	}
+	m := min(n, s.reserved)
+	s.reserved -= m
+	s.held += m
+	return s.account(n - m)
+}
+
+// chargeWhile charges n bytes (a call's decoded arguments) from the
+// reader's reservation until done is called, even past the session's end:
+// they are held until the call lets them go. Caller holds s.mu.
+func (s *Session) chargeWhile(n int64) (done func()) {
+	b := s.opts.Memory
+	if b == nil || s.ended {
+		return func() {}
+	}
+	m := min(n, s.reserved)
+	s.reserved -= m
+	if victim, held := b.charge(s, n-m); victim != nil {
+		go victim.protocolError(&ProtocolError{Reason: MemoryBudgetText(b.limit, held)})
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() { b.charge(s, -n) })
+	}
+}
+
+// reserveRead reserves room for the message about to be read (at most
+// MaxMessageSize, decoded), waiting while the budget has none: the peer's
+// next message waits in the socket. False when the session ended first.
+func (s *Session) reserveRead() bool {
+	b := s.opts.Memory
+	if b == nil {
+		return true
+	}
+	n := decodeFactor*s.opts.MaxMessageSize + exportOverhead
+	if !b.reserve(s, n) {
+		return false
+	}
+	s.mu.Lock()
+	s.reserved += n
+	s.mu.Unlock()
+	return true
+}
+
+// returnReserved gives back what the reader reserved and the message it
+// read did not keep.
+func (s *Session) returnReserved() {
+	if s.opts.Memory == nil {
+		return
+	}
+	s.mu.Lock()
+	n := s.reserved
+	s.reserved = 0
+	s.mu.Unlock()
+	s.opts.Memory.charge(s, -n)
 }
 
 // releaseAll gives back everything the session holds; at its end. Caller

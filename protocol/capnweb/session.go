@@ -84,6 +84,9 @@ type Session struct {
 	err         *BrokenError
 	// held is what the session has charged to Options.Memory.
 	held int64
+	// reserved is what the reader reserved of Options.Memory for the
+	// message it reads and has not yet kept or given back.
+	reserved int64
 
 	wake        chan struct{}
 	done        chan struct{}

@@ -43,12 +43,23 @@ const (
 // ReadMessage returns the next message. Its bytes are valid until the next
 // call, as the Transport contract allows.
 func (w *wsTransport) ReadMessage(ctx context.Context) ([]byte, error) {
+	return w.readGated(ctx, nil)
+}
+
+// readGated is ReadMessage calling gate (when not nil) once the message's
+// first frame has arrived and before its payload is read: an idle
+// connection reserves nothing, and a message waits in the socket until
+// gate returns; false ends the read with errReadStopped.
+func (w *wsTransport) readGated(ctx context.Context, gate func() bool) ([]byte, error) {
 	typ, r, err := w.conn.Reader(ctx)
 	if err != nil {
 		return nil, wsReadError(err)
 	}
 	if typ != websocket.MessageText {
 		return nil, &ProtocolError{Reason: "received a binary WebSocket frame; capnweb messages are JSON text frames"}
+	}
+	if gate != nil && !gate() {
+		return nil, errReadStopped
 	}
 	buf := w.buf[:0]
 	if cap(buf) > wsReadKeepMax {
@@ -74,6 +85,15 @@ func (w *wsTransport) ReadMessage(ctx context.Context) ([]byte, error) {
 	w.buf = buf
 	return buf, nil
 }
+
+// gatedReader is a transport that can hold a message that began to
+// arrive until gate lets it be read (readGated).
+type gatedReader interface {
+	readGated(ctx context.Context, gate func() bool) ([]byte, error)
+}
+
+// errReadStopped ends a gated read whose session ended while it waited.
+var errReadStopped = errors.New("the session ended while a message waited to be read")
 
 // wsReadError maps the WebSocket library's close error to a *CloseError.
 func wsReadError(err error) error {
