@@ -196,8 +196,13 @@ func TestHostilePrograms(t *testing.T) {
 	// could answer for the memory limit. The same holds for a case whose
 	// answers are the memory limit or an engine error, but not the timeout
 	// (the nested sources: parsing them took over 2 s with the suite and
-	// three builds beside it).
-	const memoryCaseTimeoutMs = 10000
+	// three builds beside it). Under the race detector every byte a
+	// doubling copies is shadowed too: with the whole suite and other
+	// builds beside it, the doubling string once took 11 s.
+	memoryCaseTimeoutMs := 10000
+	if raceBuild {
+		memoryCaseTimeoutMs = 30000
+	}
 	timeoutText := protocol.NewExecutionTimeoutError(timeoutMs).Error()
 	memText := protocol.NewMemoryLimitError(protocol.DefaultMemoryLimitMB).Error()
 	cases := []struct {
@@ -240,7 +245,7 @@ func TestHostilePrograms(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			bound := float64(timeoutMs)
 			if slices.Contains(c.want, memText) && !slices.Contains(c.want, timeoutText) {
-				bound = memoryCaseTimeoutMs
+				bound = float64(memoryCaseTimeoutMs)
 			}
 			start := time.Now()
 			res, err := e.Execute(context.Background(), &protocol.ExecuteRequest{Code: c.code, Timeout: protocol.TimeoutOf(bound)})
