@@ -21,7 +21,7 @@ func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := gateway.NewExecutorServer(pool, log, "v-test")
+	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
 	defer srv.Close()
 	if _, err := srv.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => { throw new Error('x') }"}); err != nil {
 		t.Fatal(err)
