@@ -48,7 +48,7 @@ routes:
 	}
 	ran := func(admin string) float64 {
 		_, body := testutil.Get(t, admin+"/metrics")
-		return metric(t, body, `codemode_executions_total{backend="local",outcome="ok"}`)
+		return metric(t, body, `codemode_executions_total{backend="local",outcome="ok",tenant="app"}`)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

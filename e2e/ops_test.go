@@ -425,11 +425,12 @@ func TestExecutorServerAdminEndpoints(t *testing.T) {
 		t.Fatalf("/metrics answered %d", code)
 	}
 	for series, want := range map[string]float64{
-		`codemode_executions_total{backend="local",outcome="ok"}`:         2,
-		`codemode_executions_total{backend="local",outcome="user_error"}`: 1,
-		`codemode_execution_wall_seconds_count{backend="local"}`:          3,
-		`codemode_executions_in_flight`:                                   0,
-		`codemode_queue_overflows_total{backend="local"}`:                 0,
+		// A caller that names no tenant (no gateway) is tenant "".
+		`codemode_executions_total{backend="local",outcome="ok",tenant=""}`:         2,
+		`codemode_executions_total{backend="local",outcome="user_error",tenant=""}`: 1,
+		`codemode_execution_wall_seconds_count{backend="local",tenant=""}`:          3,
+		`codemode_executions_in_flight{tenant=""}`:                                  0,
+		`codemode_queue_overflows_total{backend="local"}`:                           0,
 	} {
 		if got := metric(t, body, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)

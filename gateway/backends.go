@@ -76,6 +76,7 @@ type poolReporter interface {
 // under it, which stay in the operator's log.
 const (
 	unreachableText = "The executor server behind this gateway could not be reached, so the call did not start. The gateway's operator has the details in its log."
+	refusedText     = "The executor servers behind this gateway refused this tenant's settings, so the call did not start. The gateway's operator has the details in its log."
 	brokenText      = "The connection to the executor server behind this gateway broke during the call, so its outcome is unknown. The gateway's operator has the details in its log."
 )
 
@@ -90,6 +91,9 @@ func (m *member) forTenant(err error) error {
 	switch protocol.CodeOf(err) {
 	case protocol.CodeConnectionRejected:
 		text = unreachableText
+		if _, ok := settingsRefused(err); ok {
+			text = refusedText
+		}
 	case protocol.CodeConnectionBroken:
 		text = brokenText
 	default:
@@ -136,6 +140,8 @@ type remoteMaker struct {
 	// shares the executionId key (the name is part of the ids), and
 	// without showing the URL to the tenant who holds an id.
 	nameOf func(url string) string
+	// policyOf is what a member is told of a tenant's policy.
+	policyOf func(tenant string) MemberPolicy
 }
 
 func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
@@ -147,7 +153,7 @@ func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
 	if rm.ServerName != "" {
 		opts.HTTPClient = serverNameClient(rm.ServerName)
 	}
-	ex := remote.New(rm.URL, opts)
+	ex := newMemberSessions(rm.URL, opts, r.policyOf)
 	return &member{
 		name:   r.nameOf(rm.URL),
 		label:  fmt.Sprintf("%s/%d", r.group, index),
@@ -159,7 +165,7 @@ func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
 	}
 }
 
-func newGroup(b config.Backend, log *slog.Logger, shares func(tenant string) local.Share, nameOf func(url string) string) (*group, error) {
+func newGroup(b config.Backend, log *slog.Logger, shares func(tenant string) local.Share, policyOf func(tenant string) MemberPolicy, nameOf func(url string) string) (*group, error) {
 	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout, required: b.Readiness == config.ReadinessRequired, retired: map[*member]struct{}{}}
 	g.ctx, g.stop = context.WithCancel(context.Background())
 	switch b.Type {
@@ -193,7 +199,7 @@ func newGroup(b config.Backend, log *slog.Logger, shares func(tenant string) loc
 			g.defaultTimeoutMs = b.Local.DefaultTimeoutMs
 		}
 	case "remote":
-		g.remote = &remoteMaker{group: b.Name, log: log, dialTimeout: b.Remote.DialTimeout.Std(), nameOf: nameOf}
+		g.remote = &remoteMaker{group: b.Name, log: log, dialTimeout: b.Remote.DialTimeout.Std(), nameOf: nameOf, policyOf: policyOf}
 		for i, rm := range b.Remote.Members {
 			g.members = append(g.members, g.remote.member(rm, i))
 		}
@@ -321,6 +327,13 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p pro
 		m.inFlight.Add(1)
 		res, err := m.exec.ExecuteWith(ctx, req, p)
 		m.inFlight.Add(-1)
+		if re, ok := settingsRefused(err); ok {
+			// The member is healthy; it cannot honour this tenant's
+			// settings. Another member (another version) may.
+			m.log.Error("executor server refused a tenant's settings; fix the tenant's policy or the member's flags", "tenant", p.Tenant, "refusal", re.Text)
+			lastErr = m.forTenant(err)
+			continue
+		}
 		err = m.forTenant(err)
 		switch protocol.CodeOf(err) {
 		case protocol.CodeQueueOverflow:

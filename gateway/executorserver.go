@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -21,11 +22,13 @@ const ExecutorServerBackend = "local"
 // gateway logs and counts its own, and an admin listener of its own.
 type ExecutorServer struct {
 	exec       PooledExecutor
+	tenants    *MemberTenants
 	log        *slog.Logger
 	reg        *prometheus.Registry
 	executions *prometheus.CounterVec
 	wall       *prometheus.HistogramVec
-	inFlight   prometheus.Gauge
+	inFlight   *prometheus.GaugeVec
+	usage      usageMetrics
 	// draining is set by Drain: readiness fails and new executions are
 	// refused with the retryable ExecutorDrainingError.
 	draining atomic.Bool
@@ -40,22 +43,26 @@ type ExecutorServer struct {
 type PooledExecutor interface {
 	protocol.PolicyExecutor
 	poolReporter
+	Options() local.Options
 }
 
-// NewExecutorServer observes exec; closing the server closes exec. version
-// is the build's, for codemode_build_info.
-func NewExecutorServer(exec PooledExecutor, log *slog.Logger, version string) *ExecutorServer {
-	s := &ExecutorServer{exec: exec, log: log, reg: prometheus.NewRegistry(),
-		executions: executionsCounter("backend", "outcome"),
-		wall:       wallHistogram("backend"),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "codemode_executions_in_flight",
-			Help: "Executions in flight.",
-		}),
+// NewExecutorServer observes exec, whose Options.Shares is tenants.Share;
+// closing the server closes exec. version is the build's, for
+// codemode_build_info.
+func NewExecutorServer(exec PooledExecutor, tenants *MemberTenants, log *slog.Logger, version string) *ExecutorServer {
+	o := exec.Options()
+	tenants.mu.Lock()
+	tenants.memoryMB, tenants.maxWorkers = o.MemoryLimitMB, o.MaxWorkers
+	tenants.mu.Unlock()
+	s := &ExecutorServer{exec: exec, tenants: tenants, log: log, reg: prometheus.NewRegistry(),
+		executions: executionsCounter("tenant", "backend", "outcome"),
+		wall:       wallHistogram("tenant", "backend"),
+		inFlight:   gaugeVec("codemode_executions_in_flight", "Executions in flight by tenant.", "tenant"),
 	}
 	pools := func(yield func(string, poolReporter) bool) { yield(ExecutorServerBackend, exec) }
 	s.reg.MustRegister(s.executions, s.wall, s.inFlight, newPoolCollector(pools))
 	s.reg.MustRegister(processCollectors(version)...)
+	s.usage = newUsageMetrics(func(c prometheus.Collector) { s.reg.MustRegister(c) })
 	return s
 }
 
@@ -65,7 +72,8 @@ func (s *ExecutorServer) Execute(ctx context.Context, req *protocol.ExecuteReque
 }
 
 // ExecuteWith implements protocol.PolicyExecutor: the ExecutorApi server
-// passes the hook that releases the stubs it kept.
+// passes the hook that releases the stubs it kept, and the tenant's
+// session its tenant (tenantExecutor), which labels the metrics.
 func (s *ExecutorServer) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	// Counted before the check, so that a drain which saw no execution in
 	// flight cannot miss one that slipped past the check.
@@ -74,14 +82,26 @@ func (s *ExecutorServer) ExecuteWith(ctx context.Context, req *protocol.ExecuteR
 	if s.draining.Load() {
 		return nil, protocol.NewExecutorDrainingError()
 	}
-	s.inFlight.Inc()
-	defer s.inFlight.Dec()
+	tenant := p.Tenant
+	s.inFlight.WithLabelValues(tenant).Inc()
+	defer s.inFlight.WithLabelValues(tenant).Dec()
+	// What a retained execution uses after its result is its tenant's too.
+	after := p.Usage
+	p.Usage = func(u *protocol.Usage) {
+		s.usage.observeRetained(tenant, u)
+		if after != nil {
+			after(u)
+		}
+	}
 	start := time.Now()
 	res, err := s.exec.ExecuteWith(ctx, req, p)
 	wall := time.Since(start)
 	oc := outcome(res, err)
-	s.executions.WithLabelValues(ExecutorServerBackend, oc).Inc()
-	s.wall.WithLabelValues(ExecutorServerBackend).Observe(wall.Seconds())
+	s.executions.WithLabelValues(tenant, ExecutorServerBackend, oc).Inc()
+	s.wall.WithLabelValues(tenant, ExecutorServerBackend).Observe(wall.Seconds())
+	if err == nil && res.Usage != nil {
+		s.usage.observe(tenant, res.Usage)
+	}
 	logExecution(ctx, s.log, ExecutorServerBackend, oc, wall, err == nil && res.ExecutionID != "")
 	return res, err
 }

@@ -25,7 +25,7 @@ func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := gateway.NewExecutorServer(pool, log, "v-test")
+	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
 	defer srv.Close()
 	if _, err := srv.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => { throw new Error('x') }"}); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestExecutorServerDrainWaitsForRunsAndHandles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := gateway.NewExecutorServer(pool, log, "v-test")
+	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
 	defer srv.Close()
 	ctx := testCtx(t)
 
@@ -128,7 +128,7 @@ func TestExecutorServerDrainStopsAtItsBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := gateway.NewExecutorServer(pool, log, "v-test")
+	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
 	defer srv.Close()
 	grant, err := srv.Execute(testCtx(t), &protocol.ExecuteRequest{Code: `async () => (req) => new Response("held")`, RetainHandles: true})
 	if err != nil || grant.ExecutionID == "" {

@@ -109,7 +109,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.wire = capnweb.NewMemoryBudget(int64(cfg.Limits.WireMemoryMB) << 20)
 	for _, b := range cfg.Backends {
 		nameOf := func(url string) string { return g.handles.ids.memberName(b.Name, url) }
-		grp, err := newGroup(b, g.log, g.shareOf, nameOf)
+		grp, err := newGroup(b, g.log, g.shareOf, g.memberPolicyOf, nameOf)
 		if err != nil {
 			g.Close()
 			return nil, err
@@ -146,6 +146,8 @@ type state struct {
 	adminToken string
 	// shares are the tenants' shares of their local groups.
 	shares map[string]local.Share
+	// members are what the tenants' remote members are told of them.
+	members map[string]MemberPolicy
 }
 
 // shareOf is a tenant's share of its local group as the current
@@ -158,12 +160,23 @@ func (g *Gateway) shareOf(tenant string) local.Share {
 	return local.Share{}
 }
 
+// memberPolicyOf is what the current configuration tells a tenant's remote
+// members of its policy; a session sends it at connect time, and one
+// whose tenant's settings a reload changed is replaced.
+func (g *Gateway) memberPolicyOf(tenant string) MemberPolicy {
+	if st := g.state.Load(); st != nil {
+		return st.members[tenant]
+	}
+	return MemberPolicy{}
+}
+
 // build makes the state of cfg, reusing the tenants that already exist so
 // that their open connections, counters and retained executions carry over.
 func (g *Gateway) build(cfg *config.Config) (*state, error) {
-	st := &state{cfg: cfg, tenants: map[string]*tenant{}, shares: map[string]local.Share{}}
+	st := &state{cfg: cfg, tenants: map[string]*tenant{}, shares: map[string]local.Share{}, members: map[string]MemberPolicy{}}
 	for _, tc := range cfg.Tenants {
 		st.shares[tc.Name] = local.Share{Weight: tc.Policy.Weight, CPUSlots: tc.Policy.CPUSlots}
+		st.members[tc.Name] = memberPolicy(tc.Policy)
 	}
 	st.adminToken = cfg.Admin.Token
 	for _, tc := range cfg.Tenants {

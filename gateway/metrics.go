@@ -182,6 +182,7 @@ func newPoolCollector(pools iter.Seq2[string, poolReporter]) *poolCollector {
 		"memory":        d("codemode_worker_memory_bytes", "Resident memory of the worker processes, as the pool last polled it."),
 		"maxWorkers":    d("codemode_workers_max", "The ceiling of worker processes (maxWorkers)."),
 		"poolTenants":   d("codemode_pool_tenants", "Tenants holding a worker process or waiting for one."),
+		"tenantWorkers": prometheus.NewDesc("codemode_tenant_workers", "Worker processes each tenant holds; a worker process is only ever one tenant's.", []string{"backend", "tenant"}, nil),
 	}}
 }
 
@@ -227,6 +228,9 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("memory", int(s.MemoryBytes))
 		gauge("maxWorkers", s.MaxWorkers)
 		gauge("poolTenants", s.Tenants)
+		for tenant, pids := range s.TenantWorkers {
+			ch <- prometheus.MustNewConstMetric(c.descs["tenantWorkers"], prometheus.GaugeValue, float64(len(pids)), name, tenant)
+		}
 	}
 }
 

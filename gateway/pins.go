@@ -145,7 +145,7 @@ func (ps *pins) closeAll() int {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			e.p.member.exec.CloseHandles(ctx, e.p.inner)
+			e.p.member.execFor(e.p.tenant).CloseHandles(ctx, e.p.inner)
 		}()
 	}
 	wg.Wait()
@@ -217,7 +217,7 @@ func (ps *pins) close(evicted []evictedPin) {
 			defer e.p.member.handleCalls.Add(-1)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			err := e.p.member.exec.CloseHandles(ctx, e.p.inner)
+			err := e.p.member.execFor(e.p.tenant).CloseHandles(ctx, e.p.inner)
 			if err != nil && protocol.CodeOf(err) != protocol.CodeHandlesClosed {
 				e.p.member.log.Warn("closing evicted handles failed", "error", err)
 			}

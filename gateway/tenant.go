@@ -217,13 +217,13 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 		t.wall.add(wall)
 	}
 	if err == nil {
-		t.settings.Load().budget.charge(t.now(), res.RunClock)
+		t.settings.Load().budget.charge(t.now(), runClockOf(res))
 	}
 	oc := outcome(res, err)
 	t.m.executions.WithLabelValues(t.name, set.group.name, oc).Inc()
 	t.m.wall.WithLabelValues(t.name, set.group.name).Observe(wall.Seconds())
-	if err == nil && res.RunClock > 0 {
-		t.m.runClock.WithLabelValues(t.name, set.group.name).Observe(res.RunClock.Seconds())
+	if err == nil && runClockOf(res) > 0 {
+		t.m.runClock.WithLabelValues(t.name, set.group.name).Observe(runClockOf(res).Seconds())
 	}
 	if err == nil && res.Usage != nil {
 		t.m.usage.observe(t.name, res.Usage)
@@ -257,6 +257,16 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 		return &out, nil
 	}
 	return res, nil
+}
+
+// runClockOf is the run clock res reports: a local backend's own field,
+// or, from a remote member, the run clock of its usage (the wire carries
+// no other).
+func runClockOf(res *protocol.ExecuteResult) time.Duration {
+	if res.RunClock == 0 && res.Usage != nil {
+		return res.Usage.RunClock
+	}
+	return res.RunClock
 }
 
 // policyFor is the policy a member runs one of the tenant's executions
@@ -303,7 +313,7 @@ func (t *tenant) InvokeHandle(ctx context.Context, id, handle string, req protoc
 		return protocol.OutboundResponse{}, protocol.NewHandlesClosedError(id)
 	}
 	defer p.member.handleCall()()
-	resp, err := p.member.exec.InvokeHandle(ctx, p.inner, handle, req)
+	resp, err := p.member.execFor(t.name).InvokeHandle(ctx, p.inner, handle, req)
 	err = p.member.forTenant(err)
 	if executorapi.EndsHandles(err) {
 		t.routes.pins.drop(id)
@@ -318,7 +328,7 @@ func (t *tenant) CloseHandles(ctx context.Context, id string) error {
 		return protocol.NewHandlesClosedError(id)
 	}
 	defer p.member.handleCall()()
-	err := p.member.forTenant(p.member.exec.CloseHandles(ctx, p.inner))
+	err := p.member.forTenant(p.member.execFor(t.name).CloseHandles(ctx, p.inner))
 	if err == nil || protocol.CodeOf(err) == protocol.CodeHandlesClosed {
 		t.routes.pins.drop(id)
 	}

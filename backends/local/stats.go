@@ -42,6 +42,9 @@ type Stats struct {
 	Tenants      int    // tenants holding a worker or waiting for one
 	MemoryBytes  uint64 // resident memory of the worker processes, as last polled
 	MaxWorkers   int    // the ceiling of worker processes
+	// TenantWorkers are, per tenant holding any, the process ids of the
+	// worker processes it holds: no pid is ever under two tenants.
+	TenantWorkers map[string][]int
 }
 
 // WorkerDeaths is how many of a tenant's worker processes died of one
@@ -111,9 +114,15 @@ func (e *Executor) Stats() Stats {
 		out.MemoryBytes += w.rss.Load()
 	}
 	out.MaxWorkers = e.opts.MaxWorkers
-	for _, t := range e.pool.tenants {
+	for name, t := range e.pool.tenants {
 		if len(t.workers) > 0 || t.waiting.Len() > 0 {
 			out.Tenants++
+		}
+		for _, w := range t.workers {
+			if out.TenantWorkers == nil {
+				out.TenantWorkers = map[string][]int{}
+			}
+			out.TenantWorkers[name] = append(out.TenantWorkers[name], w.p.pid)
 		}
 	}
 	return out

@@ -99,3 +99,44 @@ func TestStatsInvocationsWaiting(t *testing.T) {
 		t.Fatalf("after the close: %d waiting, want 0", s.Invocations)
 	}
 }
+
+// TestStatsTenantWorkers: two tenants parked in tool calls at once hold
+// one worker process each, and Stats names each tenant's by its pid.
+func TestStatsTenantWorkers(t *testing.T) {
+	ex, err := New(Options{MaxWorkers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	release := make(chan struct{})
+	parked := make(chan struct{}, 2)
+	done := make(chan error, 2)
+	for _, tenant := range []string{"a", "b"} {
+		go func() {
+			_, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{
+				Code:      "async () => await s.wait()",
+				Providers: []protocol.ProviderDescriptor{{Name: "s", Tools: []string{"wait"}}},
+				Dispatch: func(context.Context, string, string, string) (string, error) {
+					parked <- struct{}{}
+					<-release
+					return `{"result":1}`, nil
+				},
+			}, protocol.Policy{Tenant: tenant})
+			done <- err
+		}()
+	}
+	<-parked
+	<-parked
+	tw := ex.Stats().TenantWorkers
+	if len(tw) != 2 || len(tw["a"]) != 1 || len(tw["b"]) != 1 || tw["a"][0] == tw["b"][0] || tw["a"][0] <= 0 {
+		t.Fatalf("TenantWorkers %v, want one distinct worker pid for each of a and b", tw)
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

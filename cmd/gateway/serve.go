@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -254,8 +253,10 @@ one, 0 when the file is ready to serve.`)
 // the command does.
 const executorServerAbout = `Serve the executor contract's ExecutorApi on one WebSocket route, running
 programs on the embedded local backend: what a gateway's remote backend
-group connects to. Every caller is one tenant to it; the gateway in front
-applies the tenants' policies and shares. With --admin-listen it serves
+group connects to. The gateway names each session's tenant and its
+settings (memoryMB, weight, cpuSlots) in headers it trusts only with a
+member key; each tenant's runs get worker processes of their own, shared
+by weight as in a local group. With --admin-listen it serves
 /healthz, /readyz and /metrics on a listener of their own, and it logs
 one line per execution. SIGINT or SIGTERM drains it: readiness fails, the
 listener closes (a replacement may take the address), new executions are
@@ -307,18 +308,18 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	if *maxWorkers == 0 {
 		*maxWorkers = *pool
 	}
+	// The gateway names each session's tenant and its settings
+	// (gateway.TenantHeader): tenants hold worker processes of their own.
+	tenants := gateway.NewMemberTenants()
 	pl, err := local.New(local.Options{
 		MaxWorkers: *maxWorkers, QueueBound: *queue, MemoryLimitMB: *memory, DefaultTimeoutMs: *timeout, Logger: logger,
-		WorkerUser: *workerUser, NoSeccomp: *noSeccomp,
-		// Every caller of an executor server is one tenant to it: the
-		// gateway in front applies the tenants' shares.
-		Shares: func(string) local.Share { return local.Share{CPUSlots: math.MaxInt} },
+		WorkerUser: *workerUser, NoSeccomp: *noSeccomp, Shares: tenants.Share,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
 	}
-	exec := gateway.NewExecutorServer(pl, logger, runningVersion())
+	exec := gateway.NewExecutorServer(pl, tenants, logger, runningVersion())
 	defer exec.Close()
 	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion(), Logger: logger})
 	if err != nil {
@@ -326,7 +327,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer tr.Shutdown(context.Background())
-	api := executorapi.NewServer(exec, executorapi.ServerOptions{
+	api := exec.API(executorapi.ServerOptions{
 		ResponseLimit: *responseLimit,
 		Session: capnweb.Options{MaxMessageSize: *readLimit, MaxExports: *maxCalls,
 			Memory: capnweb.NewMemoryBudget(*wireMemory << 20)},
@@ -389,6 +390,10 @@ func executorKeys(hashes []string) (*auth.APIKeys, error) {
 	return auth.NewAPIKeys(list)
 }
 
+// unkeyedTenantText answers a caller that names a tenant without a member
+// key.
+const unkeyedTenantText = "the Codemode-Tenant and Codemode-Tenant-Policy headers are trusted only from a caller presenting a member key (--key-hash): only the gateway may name a tenant"
+
 // requireKey answers 401 before any upgrade unless the request carries one
 // of keys (nil: no credential needed).
 func requireKey(keys *auth.APIKeys, next http.Handler) http.Handler {
@@ -404,9 +409,15 @@ func requireKey(keys *auth.APIKeys, next http.Handler) http.Handler {
 			_, err = keys.Authenticate(r.Context(), cred.Token)
 		}
 		if err != nil {
+			text := "a valid bearer credential is required"
+			if r.Header.Get(gateway.TenantHeader) != "" || r.Header.Get(gateway.TenantPolicyHeader) != "" {
+				// Only the gateway, with its member key, may say whose
+				// session this is.
+				text = unkeyedTenantText
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-executor"`)
 			w.Header().Set("Connection", "close") // no idle connection after a refusal
-			http.Error(w, "a valid bearer credential is required", http.StatusUnauthorized)
+			http.Error(w, text, http.StatusUnauthorized)
 			return
 		}
 		connlimit.Authenticated(r.Context())

@@ -340,8 +340,8 @@ type Policy struct {
 	// TimeoutMs caps the run bound of this tenant's requests.
 	TimeoutMs int64 `yaml:"timeoutMs"`
 	// MemoryMB lowers this tenant's memory limit below its local backend's
-	// memoryMB; 0 keeps the backend's. A remote backend applies its server's
-	// own limit, so this key is for local backends only.
+	// memoryMB; 0 keeps the backend's. On a remote backend the members
+	// lower their own --memory-mb to it, and refuse one above it.
 	MemoryMB int `yaml:"memoryMB"`
 	// NativeOutbound lets this tenant's programs fetch natively where its
 	// backend allows it. Default false: a request that leaves outbound
@@ -369,7 +369,8 @@ type Policy struct {
 	// Weight is the tenant's weight in its local group's fair share of
 	// worker processes: a tenant of weight 2 gets twice the share of one
 	// of weight 1 when both have work waiting. Default (and 0): 1; at most
-	// 1000. Local groups only; a remote server shares its own capacity.
+	// 1000. On a remote backend each member shares its worker processes
+	// by it.
 	Weight float64 `yaml:"weight"`
 	// CPUSlots is how many of the tenant's executions may run JavaScript
 	// at the same moment on its local group: one per worker process, since
@@ -393,7 +394,8 @@ type Budget struct {
 	// spent, as local backends measure it) the tenant may use per window;
 	// 0 sets no bound. Each run is charged when it ends, so the bucket may
 	// go below zero; executions are refused until it is back at zero.
-	// Local groups only: a remote backend does not report run-clock time.
+	// On a remote backend it is charged the run clock the members report
+	// in each result's usage.
 	RunClock Duration `yaml:"runClock"`
 }
 

@@ -258,16 +258,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func TestTenantMemoryOnARemoteBackendIsRefused(t *testing.T) {
-	src := strings.Replace(good, "  - name: local\n    type: local\n",
-		"  - name: local\n    type: local\n  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\n", 1)
-	src = strings.Replace(src, "    backend: local\n", "    backend: far\n    policy:\n      memoryMB: 64\n", 1)
-	_, err := Parse("c.yaml", []byte(src), noEnv)
-	if err == nil || !strings.Contains(err.Error(), "its server applies its own memory limit") {
-		t.Fatalf("got %v", err)
-	}
-}
-
 // The example must hold on any machine: the local backend's defaults
 // depend on the CPUs.
 func TestExampleConfigIsValidOnAnyMachine(t *testing.T) {
@@ -343,10 +333,8 @@ func TestPolicyAndLocalKeyProblems(t *testing.T) {
 			`c.yaml:8: tenants[0].policy.budget.executions: must not be negative (0 sets no bound)`},
 		{"negative run clock", "budget: {window: 1h, runClock: -1s}", "", "local",
 			`c.yaml:8: tenants[0].policy.budget.runClock: must not be negative (0 sets no bound)`},
-		{"run-clock budget on a remote backend", "budget: {window: 1h, runClock: 1m}", remote, "far",
-			`c.yaml:13: tenants[0].policy.budget.runClock: backend "far" is remote, and a remote backend does not report run-clock time, so this budget could never be charged; bound executions instead, or use a local backend`},
-		{"cpuSlots on a remote backend", "cpuSlots: 2", remote, "far",
-			`c.yaml:13: tenants[0].policy.cpuSlots: backend "far" is remote, and its server shares its own worker processes; leave cpuSlots out or use a local backend`},
+		{"memoryMB too small on a remote backend", "memoryMB: 8", remote, "far",
+			`c.yaml:13: tenants[0].policy.memoryMB: 8 MB is too small for a JavaScript runtime; use at least 16`},
 		{"negative cpuSlots", "cpuSlots: -1", "", "local",
 			`c.yaml:8: tenants[0].policy.cpuSlots: must not be negative (0 takes the group's default)`},
 		{"negative weight", "weight: -1", "", "local",
@@ -387,6 +375,22 @@ func TestPolicyAndLocalKeyProblems(t *testing.T) {
 	src := strings.Replace(good, "    type: local\n", "    type: local\n    local: {isolateTenants: true, poolSize: 2}\n", 1)
 	if got := problems(t, src, 2); got != nil {
 		t.Errorf("the deprecated keys: %s", strings.Join(got, "\n"))
+	}
+}
+
+// A tenant on a remote group takes every policy key a local group honours:
+// the members apply them (memoryMB, weight, cpuSlots) or report the run
+// clock its budget is charged from.
+func TestRemoteTenantTakesLocalPolicyKeys(t *testing.T) {
+	src := strings.Replace(good, "tenants:\n", "  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\ntenants:\n", 1)
+	src = strings.Replace(src, "    backend: local\n", "    backend: far\n    policy: {memoryMB: 64, weight: 3, cpuSlots: 2, budget: {window: 1h, runClock: 1m}}\n", 1)
+	cfg, err := Parse("c.yaml", []byte(src), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Tenants[0].Policy
+	if p.MemoryMB != 64 || p.Weight != 3 || p.CPUSlots != 2 || p.Budget.RunClock != Duration(time.Minute) {
+		t.Fatalf("policy %+v", p)
 	}
 }
 

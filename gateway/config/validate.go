@@ -200,22 +200,11 @@ func (v *validator) validate(c *Config) {
 			}
 		}
 		v.policy(path+".policy", &t.Policy, c.Limits)
-		b := backends[t.Backend]
-		if m := t.Policy.MemoryMB; m != 0 {
-			switch {
-			case m < 16:
-				v.add(path+".policy.memoryMB", "%d MB is too small for a JavaScript runtime; use at least 16", m)
-			case b != nil && b.Type != "local":
-				v.add(path+".policy.memoryMB", "backend %q is remote, and its server applies its own memory limit; leave memoryMB out or use a local backend", t.Backend)
-			}
-		}
-		if b != nil && b.Type == "remote" {
-			if t.Policy.CPUSlots != 0 {
-				v.add(path+".policy.cpuSlots", "backend %q is remote, and its server shares its own worker processes; leave cpuSlots out or use a local backend", t.Backend)
-			}
-			if t.Policy.Budget.RunClock != 0 {
-				v.add(path+".policy.budget.runClock", "backend %q is remote, and a remote backend does not report run-clock time, so this budget could never be charged; bound executions instead, or use a local backend", t.Backend)
-			}
+		// On a remote group memoryMB, weight and cpuSlots are sent to the
+		// members, which hold them to their own flags and refuse what they
+		// cannot honour at connect time.
+		if m := t.Policy.MemoryMB; m != 0 && m < 16 {
+			v.add(path+".policy.memoryMB", "%d MB is too small for a JavaScript runtime; use at least 16", m)
 		}
 	}
 	v.capacity(c)

@@ -3,8 +3,10 @@ package capnweb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/coder/websocket"
 )
@@ -138,8 +140,11 @@ func (w *wsTransport) Close(code int, reason string) error {
 // Dial opens a WebSocket to url (no subprotocol unless opts.Dial asks for
 // one) and starts a session serving main (nil: nothing) over it.
 func Dial(ctx context.Context, url string, main Target, opts Options) (*Session, error) {
-	conn, _, err := websocket.Dial(ctx, url, opts.Dial)
+	conn, resp, err := websocket.Dial(ctx, url, opts.Dial)
 	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, refusal(resp, err)
+		}
 		return nil, err
 	}
 	return NewSession(NewWebSocketTransport(conn, opts.withDefaults().MaxMessageSize), main, opts), nil
@@ -158,4 +163,31 @@ func Accept(w http.ResponseWriter, r *http.Request, main Target, opts Options) (
 	t := NewWebSocketTransport(conn, opts.MaxMessageSize).(*wsTransport)
 	t.cork = cw.conn
 	return NewSession(t, main, opts), nil
+}
+
+// RefusedError is a WebSocket upgrade the server answered with an HTTP
+// status instead: Text is the start of its body, where a server says why.
+type RefusedError struct {
+	StatusCode int
+	Text       string
+	err        error
+}
+
+func (e *RefusedError) Error() string {
+	if e.Text == "" {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("the server refused the WebSocket upgrade with HTTP %d: %s", e.StatusCode, e.Text)
+}
+
+func (e *RefusedError) Unwrap() error { return e.err }
+
+// refusal reads the text of a refused upgrade: the dialer kept the body's
+// first kilobyte for this.
+func refusal(resp *http.Response, err error) error {
+	var text []byte
+	if resp.Body != nil {
+		text, _ = io.ReadAll(io.LimitReader(resp.Body, 1024))
+	}
+	return &RefusedError{StatusCode: resp.StatusCode, Text: strings.TrimSpace(string(text)), err: err}
 }

@@ -210,3 +210,25 @@ func TestWebSocketCloseWithCode(t *testing.T) {
 		t.Fatalf("call after CloseWith: %v", err)
 	}
 }
+
+// A server that answers the upgrade with an HTTP status says why in its
+// body, and Dial's error carries that text and the status.
+func TestDialRefusalCarriesTheServersText(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "tenant settings refused: cpuSlots 9 is too many", http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil, Options{})
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		t.Fatalf("Dial: %v, want a *RefusedError", err)
+	}
+	if re.StatusCode != 400 || re.Text != "tenant settings refused: cpuSlots 9 is too many" {
+		t.Fatalf("refusal %d %q", re.StatusCode, re.Text)
+	}
+	if want := "the server refused the WebSocket upgrade with HTTP 400: tenant settings refused: cpuSlots 9 is too many"; err.Error() != want {
+		t.Fatalf("error %q, want %q", err.Error(), want)
+	}
+}

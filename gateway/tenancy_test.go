@@ -1,0 +1,251 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/gateway/config"
+	itestutil "github.com/supolka/codemode-gateway/internal/testutil"
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/executorapi"
+)
+
+func tenancyCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// memberRig is an executor server as `gateway serve --executor-server`
+// makes one (without keys, so it trusts every caller as its gateway), on
+// the real local backend.
+type memberRig struct {
+	url  string
+	pool *local.Executor
+	srv  *ExecutorServer
+}
+
+func startMember(t *testing.T, maxWorkers, memoryMB int) *memberRig {
+	t.Helper()
+	tenants := NewMemberTenants()
+	log := slog.New(slog.DiscardHandler)
+	pool, err := local.New(local.Options{MaxWorkers: maxWorkers, MemoryLimitMB: memoryMB, Shares: tenants.Share, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewExecutorServer(pool, tenants, log, "v-test")
+	api := srv.API(executorapi.ServerOptions{})
+	hs := httptest.NewServer(api)
+	t.Cleanup(func() { hs.Close(); api.Close(); srv.Close() })
+	return &memberRig{url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/", pool: pool, srv: srv}
+}
+
+// tenancyGateway is a gateway whose tenants a and b run on one remote
+// member, each under the policy given.
+func tenancyGateway(t *testing.T, member, policyA, policyB string, logs *itestutil.Buffer) *Gateway {
+	t.Helper()
+	cfg, err := config.Parse("t.yaml", []byte(fmt.Sprintf(`listen: 127.0.0.1:0
+backends:
+  - {name: far, type: remote, remote: {members: [{url: %q}], healthInterval: 1h}}
+tenants:
+  - {name: a, backend: far, keys: [{name: k, hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb}], policy: {%s}}
+  - {name: b, backend: far, keys: [{name: k, hash: sha256:56e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb}], policy: {%s}}
+routes:
+  - {path: /v1/executor, kind: executor}
+`, member, policyA, policyB)), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// parkedRun starts one of tenant's executions that waits in a tool call
+// until release closes; it returns once the run is parked.
+func parkedRun(ctx context.Context, t *testing.T, tn *tenant, release <-chan struct{}, done chan<- error) {
+	parked := make(chan struct{})
+	go func() {
+		_, err := tn.Execute(ctx, &protocol.ExecuteRequest{
+			Code:      "async () => await s.wait()",
+			Providers: []protocol.ProviderDescriptor{{Name: "s", Tools: []string{"wait"}}},
+			Dispatch: func(context.Context, string, string, string) (string, error) {
+				close(parked)
+				<-release
+				return `{"result":1}`, nil
+			},
+		})
+		done <- err
+	}()
+	select {
+	case <-parked:
+	case <-ctx.Done():
+		t.Fatal("the run never reached its tool call")
+	}
+}
+
+// Two tenants of a remote group hold worker processes of their own on the
+// member, with the weight and cpuSlots their policies give, and the
+// member counts their executions by tenant.
+func TestRemoteTenantsHoldWorkersOfTheirOwnOnTheMember(t *testing.T) {
+	m := startMember(t, 3, 0)
+	var logs itestutil.Buffer
+	g := tenancyGateway(t, m.url, "weight: 3, cpuSlots: 1", "", &logs)
+	ctx := tenancyCtx(t)
+	st := g.state.Load()
+	release := make(chan struct{})
+	done := make(chan error, 2)
+	parkedRun(ctx, t, st.tenants["a"], release, done)
+	parkedRun(ctx, t, st.tenants["b"], release, done)
+	tw := m.pool.Stats().TenantWorkers
+	if len(tw) != 2 || len(tw["a"]) != 1 || len(tw["b"]) != 1 || tw["a"][0] == tw["b"][0] {
+		t.Fatalf("the member's worker processes by tenant: %v, want one of its own for each of a and b", tw)
+	}
+	if got := m.srv.tenants.Share("a"); got != (local.Share{Weight: 3, CPUSlots: 1}) {
+		t.Fatalf("the member's share of a: %+v", got)
+	}
+	if got := m.srv.tenants.Share("b"); got != (local.Share{Weight: 1}) {
+		t.Fatalf("the member's share of b: %+v", got)
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tn := range []string{"a", "b"} {
+		var c dto.Metric
+		m.srv.executions.WithLabelValues(tn, ExecutorServerBackend, "ok").Write(&c)
+		if n := c.GetCounter().GetValue(); n != 1 {
+			t.Fatalf("the member counted %v executions of %s, want 1", n, tn)
+		}
+	}
+}
+
+// A tenant's memoryMB reaches the member: a run over it fails with the
+// memory text naming the tenant's limit, not the member's.
+func TestRemoteTenantMemoryLimitReachesTheMember(t *testing.T) {
+	m := startMember(t, 2, 0)
+	var logs itestutil.Buffer
+	g := tenancyGateway(t, m.url, "memoryMB: 32", "", &logs)
+	res, err := g.state.Load().tenants["a"].Execute(tenancyCtx(t), &protocol.ExecuteRequest{
+		Code: "async () => { const keep = []; for (let i = 0; i < 64; i++) keep.push(new Uint8Array(1 << 20).fill(1)); return keep.length }",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := protocol.NewMemoryLimitError(32).Error(); res.Error != want {
+		t.Fatalf("got %+v, want %q", res, want)
+	}
+}
+
+// The run clock a member reports in a result's usage charges the tenant's
+// run-clock budget, as a local group's does.
+func TestRemoteRunClockChargesTheBudget(t *testing.T) {
+	m := startMember(t, 2, 0)
+	var logs itestutil.Buffer
+	g := tenancyGateway(t, m.url, "budget: {window: 1h, runClock: 1ms}", "", &logs)
+	a := g.state.Load().tenants["a"]
+	ctx := tenancyCtx(t)
+	res, err := a.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => { let x = 0; for (let i = 0; i < 2e6; i++) x += i; return x > 0 }"})
+	if err != nil || res.Usage == nil || res.Usage.RunClock <= time.Millisecond {
+		t.Fatalf("first run: %+v, %v", res, err)
+	}
+	_, err = a.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 1"})
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow {
+		t.Fatalf("the run after the budget was spent: %v, want a refusal", err)
+	}
+}
+
+// A setting the member cannot honour is refused at connect time: the
+// gateway logs the member's text, the tenant reads that its settings were
+// refused, and the member stays healthy for the other tenant.
+func TestRemoteMemberRefusesSettingsItCannotHonour(t *testing.T) {
+	m := startMember(t, 2, 0)
+	var logs itestutil.Buffer
+	g := tenancyGateway(t, m.url, "cpuSlots: 3", "", &logs)
+	st := g.state.Load()
+	ctx := tenancyCtx(t)
+	_, err := st.tenants["a"].Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 1"})
+	if protocol.CodeOf(err) != protocol.CodeConnectionRejected || err.Error() != refusedText {
+		t.Fatalf("a: %v, want CONNECTION_REJECTED %q", err, refusedText)
+	}
+	line := regexp.MustCompile(`(?m)^time=\S+ level=ERROR msg="executor server refused a tenant's settings; fix the tenant's policy or the member's flags" backend=far member=0 url=\S+ tenant=a refusal="executor server refused tenant \\"a\\"'s settings: cpuSlots 3 is more worker processes than this executor server may ever start \(--max-workers 2\)"$`)
+	if !line.MatchString(logs.String()) {
+		t.Fatalf("no refusal line in:\n%s", logs.String())
+	}
+	if !g.groups["far"].current()[0].healthy.Load() {
+		t.Fatal("the member was ejected for one tenant's settings")
+	}
+	if res, err := st.tenants["b"].Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 2"}); err != nil || res.ResultJSON != "2" {
+		t.Fatalf("b: %+v, %v", res, err)
+	}
+}
+
+// Each refusal of MemberAPI, its whole text.
+func TestMemberAPIRefusals(t *testing.T) {
+	m := startMember(t, 2, 64)
+	httpURL := "http" + strings.TrimPrefix(m.url, "ws")
+	for _, c := range []struct{ tenant, policy, want string }{
+		{"a", `{"memoryMB":128}`, `executor server refused tenant "a"'s settings: memoryMB 128 is above this executor server's memory limit of 64 MB (--memory-mb); a tenant can only lower it`},
+		{"a", `{"memoryMB":8}`, `executor server refused tenant "a"'s settings: memoryMB 8 is too small for a JavaScript runtime; use at least 16`},
+		{"a", `{"weight":1001}`, `executor server refused tenant "a"'s settings: weight 1001 is not a weight: use a number above 0 and at most 1000`},
+		{"a", `{"cpuSlots":-1}`, `executor server refused tenant "a"'s settings: cpuSlots -1 must not be negative`},
+		{"a", `{"nativeAllow":["10.0.0.0/8"]}`, `executor server refused tenant "a"'s settings: this executor server does not know the setting "nativeAllow"; upgrade it, or leave the setting out`},
+		{"a", `[1]`, `executor server refused tenant "a"'s settings: Codemode-Tenant-Policy is not a JSON object of tenant settings`},
+		{"", `{"weight":2}`, `Codemode-Tenant-Policy needs Codemode-Tenant: the settings are a tenant's`},
+	} {
+		req, _ := http.NewRequest("GET", httpURL, nil)
+		req.Header.Set(TenantHeader, c.tenant)
+		req.Header.Set(TenantPolicyHeader, c.policy)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || string(body) != c.want+"\n" {
+			t.Errorf("%s %s: %d %q, want 400 %q", c.tenant, c.policy, resp.StatusCode, body, c.want)
+		}
+	}
+}
+
+// A member's session reaches only its own tenant's retained executions.
+func TestMemberKeepsRetainedExecutionsToTheirTenant(t *testing.T) {
+	m := startMember(t, 2, 0)
+	ctx := tenancyCtx(t)
+	dial := func(tenant string) *remote.Executor {
+		ex, err := remote.Dial(ctx, m.url, remote.Options{Header: http.Header{TenantHeader: {tenant}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ex.Close() })
+		return ex
+	}
+	a, b := dial("a"), dial("b")
+	res, err := a.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => (req) => new Response('ok')", RetainHandles: true})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("no grant: %+v, %v", res, err)
+	}
+	if err := b.CloseHandles(ctx, res.ExecutionID); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
+		t.Fatalf("b closed a's handles: %v", err)
+	}
+	if err := dial("a").CloseHandles(ctx, res.ExecutionID); err != nil {
+		t.Fatalf("another session of a could not close them: %v", err)
+	}
+}

@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/capnweb"
+)
+
+// memberSessions are a remote member's sessions: one per tenant, each
+// naming its tenant and the tenant's settings in the upgrade's headers
+// (TenantHeader), beside the member key. A session whose tenant's settings
+// a reload changed is replaced by one that sends the new ones; the old one
+// stays open for what runs on it until the member closes. Handles live on
+// the member per tenant, so any session of the tenant reaches them.
+type memberSessions struct {
+	url  string
+	opts remote.Options
+	// policyOf is a tenant's settings as the current configuration says.
+	policyOf func(tenant string) MemberPolicy
+	// health is a session that names no tenant, for health checks.
+	health *remote.Executor
+
+	mu       sync.Mutex
+	byTenant map[string]tenantSession
+	replaced []*remote.Executor
+	closed   bool
+}
+
+type tenantSession struct {
+	settings string // the TenantPolicyHeader it sent
+	exec     *remote.Executor
+}
+
+func newMemberSessions(url string, opts remote.Options, policyOf func(string) MemberPolicy) *memberSessions {
+	return &memberSessions{url: url, opts: opts, policyOf: policyOf, health: remote.New(url, opts), byTenant: map[string]tenantSession{}}
+}
+
+// of is tenant's session, made (it dials on first use) when there is none
+// with the tenant's current settings.
+func (s *memberSessions) of(tenant string) *remote.Executor {
+	settings := s.policyOf(tenant).header()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.byTenant[tenant]
+	if ok && cur.settings == settings {
+		return cur.exec
+	}
+	if s.closed {
+		return s.health // closed: fails every call as the other sessions do
+	}
+	if ok {
+		s.replaced = append(s.replaced, cur.exec)
+	}
+	h := s.opts.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(TenantHeader, tenant)
+	h.Set(TenantPolicyHeader, settings)
+	opts := s.opts
+	opts.Header = h
+	ts := tenantSession{settings: settings, exec: remote.New(s.url, opts)}
+	s.byTenant[tenant] = ts
+	return ts.exec
+}
+
+// Ping implements healthChecker on the session that names no tenant.
+func (s *memberSessions) Ping(ctx context.Context) error { return s.health.Ping(ctx) }
+
+// Draining implements healthChecker: the member refused an execution as
+// draining on one of its current sessions (a tenant's, most often: the
+// health session runs none).
+func (s *memberSessions) Draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.health.Draining() {
+		return true
+	}
+	for _, ts := range s.byTenant {
+		if ts.exec.Draining() {
+			return true
+		}
+	}
+	return false
+}
+
+// Execute implements protocol.Executor: ExecuteWith with no policy.
+func (s *memberSessions) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return s.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// ExecuteWith implements protocol.PolicyExecutor on p.Tenant's session.
+func (s *memberSessions) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
+	return s.of(p.Tenant).ExecuteWith(ctx, req, p)
+}
+
+// InvokeHandle and CloseHandles without a tenant reach no tenant's
+// handles: the gateway calls them on member.execFor(tenant).
+func (s *memberSessions) InvokeHandle(ctx context.Context, id, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	return s.health.InvokeHandle(ctx, id, handle, req)
+}
+
+func (s *memberSessions) CloseHandles(ctx context.Context, id string) error {
+	return s.health.CloseHandles(ctx, id)
+}
+
+// Close ends every session.
+func (s *memberSessions) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	all := append(slices.Clone(s.replaced), s.health)
+	for ts := range maps.Values(s.byTenant) {
+		all = append(all, ts.exec)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, e := range all {
+		errs = append(errs, e.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// execFor is the executor that reaches tenant's retained executions on m.
+func (m *member) execFor(tenant string) protocol.Executor {
+	if s, ok := m.exec.(*memberSessions); ok {
+		return s.of(tenant)
+	}
+	return m.exec
+}
+
+// memberPolicy is the part of a tenant's policy its remote members apply.
+func memberPolicy(p config.Policy) MemberPolicy {
+	return MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
+}
+
+// settingsRefused: the member refused the tenant's settings at connect
+// time (MemberAPI), which says nothing about its health.
+func settingsRefused(err error) (*capnweb.RefusedError, bool) {
+	var re *capnweb.RefusedError
+	if errors.As(err, &re) && re.StatusCode == http.StatusBadRequest {
+		return re, true
+	}
+	return nil, false
+}
