@@ -139,7 +139,7 @@ routes:
 		t.Helper()
 		longDone := long(name)
 		testutil.WaitFor(t, 10*time.Second, func() bool {
-			n, _ := sample(metrics(admin), "codemode_executions_in_flight")
+			n, _ := sample(metrics(admin), `codemode_executions_in_flight{tenant="app"}`)
 			return n >= 1
 		}, "runs in flight on member %s", name)
 		if err := old.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -158,7 +158,7 @@ routes:
 	waitRan := func(name, admin string) {
 		t.Helper()
 		testutil.WaitFor(t, 10*time.Second, func() bool {
-			n, _ := sample(metrics(admin), `codemode_executions_total{backend="local",outcome="ok"}`)
+			n, _ := sample(metrics(admin), `codemode_executions_total{backend="local",outcome="ok",tenant="app"}`)
 			return n >= 1
 		}, "the replacement of member %s to take runs", name)
 	}
