@@ -159,21 +159,24 @@ image-test: image
 	cd deploy && ENGINE=$(ENGINE) IMAGE=$(IMAGE) IMAGE_VERSION=$(VERSION) $(GO) test -count=1 -run '^TestImage' -v .
 
 # ---- TypeScript client (clients/typescript) and its examples ----------------
-# npm ci of the package (its adapters' upstream packages and playwright-core
-# are dev dependencies), of examples/, which links the package, and of
-# test/ai7 (ai 7, and on Linux x64 the Node.js 22 it needs, from the npm registry). make test
-# runs client-test first, alone (clients/typescript/client_test.go, build tag
-# clienttest): tsc, tsc --noEmit of every example, and the package's node
-# --test files against the real gateway binary and headless Chromium, then
-# the AI SDK adapter's on ai 7 under Node.js 22. Its vectors test (no tag)
-# runs with the rest of the tree.
+# make client-deps: npm ci of the package (its adapters' upstream packages
+# and playwright-core are dev dependencies) and of examples/, which links it.
+# make client-test (make test runs it): tsc, tsc --noEmit of every example,
+# the package's node --test files against the real gateway binary, then the
+# AI SDK adapter's on ai 7 under Node.js 22 (test/ai7: ai 7 and, on Linux
+# x64, that Node.js, from the npm registry), the browser test in headless
+# Chromium (Debian's, or on Linux x64 without it @sparticuz/chromium's from
+# the npm registry: test/browser; with neither it skips saying what to
+# install, and fails under CODEMODE_REQUIRE_BROWSER=1, as CI runs it). Its
+# vectors test (no tag) runs with the rest of the tree.
 CLIENT   := clients/typescript
 EXAMPLES := examples
 AI7      := $(CLIENT)/test/ai7
+BROWSER  := $(CLIENT)/test/browser
 
-.PHONY: client-deps client-test
+.PHONY: client-deps client-test-deps browser-deps client-test
 
-client-deps: $(CLIENT)/node_modules/.package-lock.json $(EXAMPLES)/node_modules/.package-lock.json $(AI7)/node_modules/.package-lock.json
+client-deps: $(CLIENT)/node_modules/.package-lock.json $(EXAMPLES)/node_modules/.package-lock.json
 
 $(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package.json $(CLIENT)/package-lock.json
 	cd $(CLIENT) && npm ci --no-audit --no-fund
@@ -181,13 +184,27 @@ $(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package.json $(CLIENT)/pack
 $(EXAMPLES)/node_modules/.package-lock.json: $(EXAMPLES)/package.json $(EXAMPLES)/package-lock.json $(CLIENT)/node_modules/.package-lock.json
 	cd $(EXAMPLES) && npm ci --no-audit --no-fund
 
+client-test-deps: client-deps $(AI7)/node_modules/.package-lock.json browser-deps
+
 # ai 7's engines say Node.js 22: npm ci under Node.js 20 warns, and installs.
 $(AI7)/node_modules/.package-lock.json: $(AI7)/package.json $(AI7)/package-lock.json
 	cd $(AI7) && npm ci --no-audit --no-fund
 
-# The client's tests alone (make test runs them too).
-client-test: client-deps
+# A Chromium from the npm registry only where the test would find none:
+# no CHROMIUM, no Debian chromium, and a Linux x64 machine (the package's
+# only build). Its own code wants Node.js 22 (npm ci warns): unpack.mjs
+# uses the binary alone.
+browser-deps:
+	@if [ -z "$$CHROMIUM" ] && [ ! -f /usr/bin/chromium ] && [ "$$(uname -sm)" = "Linux x86_64" ]; then \
+	  $(MAKE) --no-print-directory $(BROWSER)/chromium/chromium; fi
+
+$(BROWSER)/chromium/chromium: $(BROWSER)/package.json $(BROWSER)/package-lock.json $(BROWSER)/unpack.mjs
+	cd $(BROWSER) && npm ci --no-audit --no-fund && node unpack.mjs
+
+# The client's tests alone (make test runs them too), in local directory
+# mode so that the browser test's skip line shows.
+client-test: client-test-deps
 	$(GO) vet -tags clienttest ./$(CLIENT)/
-	$(GO) test -tags clienttest -count=1 ./$(CLIENT)/
+	cd $(CLIENT) && $(GO) test -tags clienttest -count=1
 
 test: client-test

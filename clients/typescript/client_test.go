@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,23 +28,15 @@ import (
 // TestTypeScriptPackage builds the package with tsc (strict, ESM and
 // declarations), type-checks test/types (ExecutorApi types capnweb's stub),
 // the AI SDK adapter against ai 7's types and every example against it, and
-// runs the package's own tests (Node's test runner, the examples' runs
-// among them) against the real gateway binary, which each test file starts
-// and stops itself; then the
-// AI SDK adapter's tests again, on ai 7 under test/ai7's Node.js 22.
+// runs the package's own tests (Node's test runner, the examples' runs and
+// the packed package's install among them) against the real gateway binary,
+// which each test file starts and stops itself; then the AI SDK adapter's
+// tests again, on ai 7 under test/ai7's Node.js 22. The browser test runs
+// apart (TestBrowserExample).
 func TestTypeScriptPackage(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatal("node is not installed: the TypeScript client's tests need Node.js 20 or later")
-	}
-	tsc := filepath.Join("node_modules", ".bin", "tsc")
-	if _, err := os.Stat(tsc); err != nil {
-		t.Fatal("clients/typescript/node_modules is missing: run `make client-deps` (npm ci)")
-	}
-	if _, err := os.Stat(filepath.Join("..", "..", "examples", "node_modules", "@codemode-gateway", "client")); err != nil {
-		t.Fatal("examples/node_modules is missing: run `make client-deps` (npm ci)")
-	}
+	needPackageDeps(t)
 	if _, err := os.Stat(filepath.Join("test", "ai7", "node_modules", "ai")); err != nil {
-		t.Fatal("clients/typescript/test/ai7/node_modules is missing: run `make client-deps` (npm ci)")
+		t.Fatal("clients/typescript/test/ai7/node_modules is missing: run `make client-test-deps` (npm ci)")
 	}
 	node22, err := nodeForAI7()
 	if err != nil {
@@ -52,23 +45,96 @@ func TestTypeScriptPackage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	bin := filepath.Join(t.TempDir(), "gateway")
-	run(t, ctx, nil, "go", "build", "-o", bin, "../../cmd/gateway")
-	run(t, ctx, nil, tsc, "-p", "tsconfig.json")
+	build(t, ctx)
 	run(t, ctx, nil, tsc, "-p", "tsconfig.types.json")
 	run(t, ctx, nil, tsc, "-p", "tsconfig.ai7.json")
 	run(t, ctx, nil, tsc, "-p", filepath.Join("..", "..", "examples", "tsconfig.json"), "--noEmit")
 	rcv, spans := spanReceiver(t)
-	env := []string{"GATEWAY_BIN=" + bin, "OTLP_TRACES_URL=" + rcv.URL(), "OTLP_SPANS_URL=" + spans}
-	if chromium := os.Getenv("CHROMIUM"); chromium != "" {
-		env = append(env, "CHROMIUM="+chromium)
-	}
-	files, err := filepath.Glob(filepath.Join("test", "*.test.mjs"))
-	if err != nil || len(files) == 0 {
+	env := []string{"GATEWAY_BIN=" + gatewayBin, "OTLP_TRACES_URL=" + rcv.URL(), "OTLP_SPANS_URL=" + spans}
+	all, err := filepath.Glob(filepath.Join("test", "*.test.mjs"))
+	if err != nil || len(all) == 0 {
 		t.Fatalf("no test files: %v", err)
 	}
+	files := slices.DeleteFunc(all, func(f string) bool { return f == browserTestFile })
 	run(t, ctx, env, "node", append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, files...)...)
 	run(t, ctx, append(env, "AI_SDK_MAJOR=7"), node22, "--import", "./test/ai7/resolve-ai.mjs", "--test", "--test-reporter=spec", filepath.Join("test", "ai.test.mjs"))
+}
+
+// browserTestFile drives the browser example in headless Chromium.
+var browserTestFile = filepath.Join("test", "browser.test.mjs")
+
+// TestBrowserExample runs the browser example's test in the Chromium
+// decideBrowser finds; with none, it prints why and what to install, and
+// skips (fails under CODEMODE_REQUIRE_BROWSER=1).
+func TestBrowserExample(t *testing.T) {
+	d := decideBrowser(os.Getenv, isFile)
+	switch {
+	case d.Err != nil:
+		t.Fatal(d.Err)
+	case d.Skip != "":
+		// make test runs this package in local directory mode, where what
+		// the test prints shows whether it passes or not.
+		fmt.Println(d.Skip)
+		t.SkipNow()
+	}
+	chromium, err := filepath.Abs(d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needPackageDeps(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	build(t, ctx)
+	run(t, ctx, []string{"GATEWAY_BIN=" + gatewayBin, "CHROMIUM=" + chromium}, "node", "--test", "--test-reporter=spec", browserTestFile)
+}
+
+// tsc is the package's TypeScript compiler (a dev dependency).
+var tsc = filepath.Join("node_modules", ".bin", "tsc")
+
+// needPackageDeps fails the test, saying what to run, without node or
+// without the npm packages of the package and of examples/.
+func needPackageDeps(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is not installed: the TypeScript client's tests need Node.js 20 or later")
+	}
+	if _, err := os.Stat(tsc); err != nil {
+		t.Fatal("clients/typescript/node_modules is missing: run `make client-deps` (npm ci)")
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", "examples", "node_modules", "@codemode-gateway", "client")); err != nil {
+		t.Fatal("examples/node_modules is missing: run `make client-deps` (npm ci)")
+	}
+}
+
+// gatewayBin is the gateway binary the tests run, in a directory TestMain
+// removes; built says build made it and dist/ already.
+var (
+	gatewayBin string
+	built      bool
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tsclient-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gatewayBin = filepath.Join(dir, "gateway")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build makes the gateway binary and dist/ (tsc) once for the tests of
+// this run, whichever runs first.
+func build(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if built {
+		return
+	}
+	run(t, ctx, nil, "go", "build", "-o", gatewayBin, "../../cmd/gateway")
+	run(t, ctx, nil, tsc, "-p", "tsconfig.json")
+	built = true
 }
 
 // nodeForAI7 is the Node.js 22 or later that ai 7 needs: test/ai7's own
