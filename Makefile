@@ -161,20 +161,25 @@ image-test: image
 # ---- TypeScript client (clients/typescript) and its examples ----------------
 # make client-deps: npm ci of the package (its adapters' upstream packages
 # and playwright-core are dev dependencies) and of examples/, which links it.
+# make client: the package built and packed, bin/codemode-gateway-client-X.tgz,
+# for an application's `npm install ./that.tgz`.
 # make client-test (make test runs it): tsc, tsc --noEmit of every example,
 # the package's node --test files against the real gateway binary, then the
 # AI SDK adapter's on ai 7 under Node.js 22 (test/ai7: ai 7 and, on Linux
 # x64, that Node.js, from the npm registry), the browser test in headless
 # Chromium (Debian's, or on Linux x64 without it @sparticuz/chromium's from
 # the npm registry: test/browser; with neither it skips saying what to
-# install, and fails under CODEMODE_REQUIRE_BROWSER=1, as CI runs it). Its
-# vectors test (no tag) runs with the rest of the tree.
+# install, and fails under CODEMODE_REQUIRE_BROWSER=1, as CI runs it), and
+# the packed tarball installed into a new npm project. Its vectors test (no
+# tag) runs with the rest of the tree.
 CLIENT   := clients/typescript
 EXAMPLES := examples
 AI7      := $(CLIENT)/test/ai7
 BROWSER  := $(CLIENT)/test/browser
+CLIENT_VERSION = $(shell node -p "require('./$(CLIENT)/package.json').version")
+CLIENT_TGZ     = bin/codemode-gateway-client-$(CLIENT_VERSION).tgz
 
-.PHONY: client-deps client-test-deps browser-deps client-test
+.PHONY: client client-deps client-test-deps browser-deps client-test
 
 client-deps: $(CLIENT)/node_modules/.package-lock.json $(EXAMPLES)/node_modules/.package-lock.json
 
@@ -183,6 +188,14 @@ $(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package.json $(CLIENT)/pack
 
 $(EXAMPLES)/node_modules/.package-lock.json: $(EXAMPLES)/package.json $(EXAMPLES)/package-lock.json $(CLIENT)/node_modules/.package-lock.json
 	cd $(EXAMPLES) && npm ci --no-audit --no-fund
+
+# dist/ afresh (tsc leaves the output of deleted sources), then npm pack.
+client: $(CLIENT)/node_modules/.package-lock.json
+	rm -rf $(CLIENT)/dist
+	cd $(CLIENT) && npm run build
+	mkdir -p bin
+	cd $(CLIENT) && npm pack --silent --pack-destination ../../bin >/dev/null
+	@echo "$(CLIENT_TGZ): npm install $$(pwd)/$(CLIENT_TGZ)"
 
 client-test-deps: client-deps $(AI7)/node_modules/.package-lock.json browser-deps
 
