@@ -31,9 +31,19 @@ run: build
 	./$(BIN) serve --config config.example.yaml$(if $(LISTEN), --listen $(LISTEN))$(if $(ADMIN), --admin-listen $(ADMIN))
 
 # The test command of the README and of CI: static checks, then every test
-# with the race detector, the deployment files' (a module of their own) too.
-test: vet interop-deps e2e-deps
+# with the race detector, the deployment files' (a module of their own) too,
+# and the TypeScript client's (client-test, at the end of this file). The
+# three run side by side, each target's output printed whole when it ends:
+# the tree's tests take longest in backends/local, which keeps one CPU
+# busy while the other has room for the rest.
+test: vet interop-deps e2e-deps client-test-deps
+	$(MAKE) --no-print-directory -j3 --output-sync=target go-test deploy-test client-test-run
+
+.PHONY: go-test deploy-test client-test-run
+go-test:
 	$(GO) test -race -count=1 ./...
+
+deploy-test:
 	cd deploy && $(GO) test -race -count=1 ./...
 
 deps: interop-deps e2e-deps
@@ -163,7 +173,7 @@ image-test: image
 # and playwright-core are dev dependencies) and of examples/, which links it.
 # make client: the package built and packed, bin/codemode-gateway-client-X.tgz,
 # for an application's `npm install ./that.tgz`.
-# make client-test (make test runs it): tsc, tsc --noEmit of every example,
+# make client-test (make test runs it beside the Go tests): tsc, tsc --noEmit of every example,
 # the package's node --test files against the real gateway binary, then the
 # AI SDK adapter's on ai 7 under Node.js 22 (test/ai7: ai 7 and, on Linux
 # x64, that Node.js, from the npm registry), the browser test in headless
@@ -217,7 +227,8 @@ $(BROWSER)/chromium/chromium: $(BROWSER)/package.json $(BROWSER)/package-lock.js
 # The client's tests alone (make test runs them too), in local directory
 # mode so that the browser test's skip line shows.
 client-test: client-test-deps
+	$(MAKE) --no-print-directory client-test-run
+
+client-test-run:
 	$(GO) vet -tags clienttest ./$(CLIENT)/
 	cd $(CLIENT) && $(GO) test -tags clienttest -count=1
-
-test: client-test

@@ -1,9 +1,9 @@
 //go:build clienttest
 
 // The TypeScript package's own tests run in make test's client-test step,
-// alone, before the rest of the tree: tsc, Chromium and the gateways they
-// start would otherwise share the CPUs with the timing-sensitive tests of
-// backends/local.
+// beside the rest of the tree's: they wait on gateways, npm and Chromium
+// much of the time, and backends/local, the tree's longest, leaves one of
+// two CPUs to the rest (its time bounds allow a busy machine).
 
 package tsclient
 
