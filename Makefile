@@ -217,8 +217,9 @@ $(AI7)/node_modules/.package-lock.json: $(AI7)/package.json $(AI7)/package-lock.
 # no CHROMIUM, no Debian chromium, and a Linux x64 machine (the package's
 # only build). Its own code wants Node.js 22 (npm ci warns): unpack.mjs
 # uses the binary alone.
+DEBIAN_CHROMIUM ?= /usr/bin/chromium
 browser-deps:
-	@if [ -z "$$CHROMIUM" ] && [ ! -f /usr/bin/chromium ] && [ "$$(uname -sm)" = "Linux x86_64" ]; then \
+	@if [ -z "$$CHROMIUM" ] && [ ! -f $(DEBIAN_CHROMIUM) ] && [ "$$(uname -sm)" = "Linux x86_64" ]; then \
 	  $(MAKE) --no-print-directory $(BROWSER)/chromium/chromium; fi
 
 $(BROWSER)/chromium/chromium: $(BROWSER)/package.json $(BROWSER)/package-lock.json $(BROWSER)/unpack.mjs
