@@ -173,15 +173,15 @@ image-test: image
 # and playwright-core are dev dependencies) and of examples/, which links it.
 # make client: the package built and packed, bin/codemode-gateway-client-X.tgz,
 # for an application's `npm install ./that.tgz`.
-# make client-test (make test runs it beside the Go tests): tsc, tsc --noEmit of every example,
-# the package's node --test files against the real gateway binary, then the
-# AI SDK adapter's on ai 7 under Node.js 22 (test/ai7: ai 7 and, on Linux
-# x64, that Node.js, from the npm registry), the browser test in headless
-# Chromium (Debian's, or on Linux x64 without it @sparticuz/chromium's from
-# the npm registry: test/browser; with neither it skips saying what to
-# install, and fails under CODEMODE_REQUIRE_BROWSER=1, as CI runs it), and
-# the packed tarball installed into a new npm project. Its vectors test (no
-# tag) runs with the rest of the tree.
+# make client-test (make test runs it beside the Go tests): tsc, tsc
+# --noEmit of every example, the package's node --test files against the
+# real gateway binary, then the AI SDK adapter's on ai 7 under Node.js 22
+# (test/ai7: ai 7 and, on Linux x64, that Node.js, from the npm registry),
+# the browser test in headless Chromium (Debian's, or on Linux x64 without
+# it @sparticuz/chromium's from the npm registry: test/browser; with neither
+# it skips saying what to install, and fails under CODEMODE_REQUIRE_BROWSER=1,
+# as CI runs it), and the packed tarball installed into a new npm project.
+# Its vectors test (no tag) runs with the rest of the tree.
 CLIENT   := clients/typescript
 EXAMPLES := examples
 AI7      := $(CLIENT)/test/ai7
