@@ -43,7 +43,7 @@ type Options struct {
 	HTTPClient *http.Client
 	// Retry bounds the retries of an execution the server turned away
 	// with a retryable code (see Retry); the zero value retries up to
-	// three times, and Retry{Attempts: 1} turns retries off.
+	// four times, and Retry{Attempts: 1} turns retries off.
 	Retry Retry
 }
 

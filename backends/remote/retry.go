@@ -17,15 +17,17 @@ import (
 // failure is retried: CONNECTION_BROKEN leaves the outcome unknown, and
 // the rest do not heal by waiting.
 //
-// The zero value retries up to three times. The waits grow from BaseDelay,
-// doubling, with jitter (each is between half and all of its step), and
-// are never shorter than the retry hint a refusal carries.
+// The zero value retries up to four times, waiting about 3 s at most in
+// all: long enough for an executor server to come back from a restart.
+// The waits grow from BaseDelay, doubling, with jitter (each is between
+// half and all of its step), and are never shorter than the retry hint a
+// refusal carries.
 type Retry struct {
-	// Attempts is how many times one execution is tried in all: 4 when
+	// Attempts is how many times one execution is tried in all: 5 when
 	// 0; 1 turns retries off.
 	Attempts int
 	// BaseDelay is the step before the first retry, doubled for each
-	// later one; 100 ms when 0.
+	// later one; 200 ms when 0.
 	BaseDelay time.Duration
 	// MaxDelay caps one wait; 2 s when 0. A refusal whose retry hint is
 	// longer than that is returned at once, for the caller to read the
@@ -35,10 +37,10 @@ type Retry struct {
 
 func (r Retry) withDefaults() Retry {
 	if r.Attempts <= 0 {
-		r.Attempts = 4
+		r.Attempts = 5
 	}
 	if r.BaseDelay <= 0 {
-		r.BaseDelay = 100 * time.Millisecond
+		r.BaseDelay = 200 * time.Millisecond
 	}
 	if r.MaxDelay <= 0 {
 		r.MaxDelay = 2 * time.Second

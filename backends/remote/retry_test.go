@@ -89,14 +89,14 @@ func TestRetryReturnsTheLastFaultWhenAttemptsAreSpent(t *testing.T) {
 	}
 }
 
-// The default tries four times in all.
+// The default tries five times in all.
 func TestRetryDefaultsToFourAttempts(t *testing.T) {
 	e, fake := dialRetrying(t, 10, noExecutor, remote.Retry{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
 	if _, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:1"}); protocol.CodeOf(err) != protocol.CodeQueueOverflow {
 		t.Fatalf("got %v, want QUEUE_OVERFLOW", err)
 	}
-	if n := fake.calls.Load(); n != 4 {
-		t.Fatalf("the server saw %d attempts, want 4", n)
+	if n := fake.calls.Load(); n != 5 {
+		t.Fatalf("the server saw %d attempts, want 5", n)
 	}
 }
 

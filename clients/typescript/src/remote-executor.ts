@@ -49,9 +49,9 @@ export type ReconnectOptions = {
  * program made tool calls: turn retries off when tools must not run twice.
  */
 export type RetryOptions = {
-  /** Tries of one execution in all (default 4; 1 never retries). */
+  /** Tries of one execution in all (default 5, waiting about 3 s at most in all; 1 never retries). */
   attempts?: number
-  /** The step before the first retry, doubled for each later one (default 100 ms). */
+  /** The step before the first retry, doubled for each later one (default 200 ms). */
   baseDelayMs?: number
   /** The longest wait (default 2000 ms); a refusal whose retry hint is longer is thrown at once. */
   maxDelayMs?: number
@@ -315,8 +315,8 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
   /** Runs attempt again, as the retry option says, while it throws a retryable fault. */
   async #retrying<T>(signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
     const r = this.#options.retry === false ? { attempts: 1 } : (this.#options.retry ?? {})
-    const attempts = Math.max(1, Math.floor(r.attempts ?? 4))
-    const baseMs = r.baseDelayMs ?? 100
+    const attempts = Math.max(1, Math.floor(r.attempts ?? 5))
+    const baseMs = r.baseDelayMs ?? 200
     const maxMs = r.maxDelayMs ?? 2000
     for (let n = 1; ; n++) {
       try {

@@ -71,10 +71,10 @@ test('attempts spent: the last fault is thrown, whole', async (t) => {
   assert.equal(api.calls, 3)
 })
 
-test('by default an execution is tried four times', async (t) => {
+test('by default an execution is tried five times', async (t) => {
   const { executor, api } = await fakeServer(t, 10, () => fault('QUEUE_OVERFLOW', NO_EXECUTOR), { retry: { baseDelayMs: 1, maxDelayMs: 1 } })
   await assert.rejects(executor.execute({ code: 'async () => 7' }), (err) => err instanceof ExecutorFault && err.code === 'QUEUE_OVERFLOW')
-  assert.equal(api.calls, 4)
+  assert.equal(api.calls, 5)
 })
 
 test('retry: false tries once', async (t) => {
