@@ -289,8 +289,9 @@ func (g *group) usable() bool {
 
 // candidates lists the healthy members that are not draining, fewest
 // executions in flight first. When there is none every member is listed,
-// draining ones last, so that a request still learns why (its connection
-// error, the draining refusal) rather than a generic refusal.
+// draining ones last, so that a request is still tried (a member may be
+// back before its health check says so) and a draining refusal is what
+// the tenant reads when that is why.
 func (g *group) candidates() []*member {
 	var out []*member
 	members := g.current()
