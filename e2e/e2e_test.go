@@ -146,7 +146,9 @@ func startExecutorServerWithAdmin(t *testing.T, args ...string) (*process, strin
 // the connection closes when the test ends.
 func dialWithKey(ctx context.Context, t *testing.T, url, key string) *remote.Executor {
 	t.Helper()
-	ex, err := remote.Dial(ctx, url, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+	// No client retries: the tests prove what the gateway does on its own
+	// (the rolling update loses no run without a caller trying again).
+	ex, err := remote.Dial(ctx, url, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}, Retry: remote.Retry{Attempts: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,8 @@ func (tt *twoTenants) dial(t *testing.T, key string) *remote.Executor {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ex, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(tt.url, "http")+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+	// No retries: each call reads the gateway's one answer.
+	ex, err := remote.Dial(ctx, "ws"+strings.TrimPrefix(tt.url, "http")+"/v1/executor", remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}, Retry: remote.Retry{Attempts: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,10 @@ type poolReporter interface {
 
 // The texts a tenant reads when a remote member's connection failed: the
 // fault's own text names the executor server's URL and the addresses
-// under it, which stay in the operator's log.
+// under it, which stay in the operator's log. An execution no member could
+// take reads protocol.NoExecutorError instead (group.execute);
+// unreachableText is left to calls on a retained execution, whose handles
+// live on that one member.
 const (
 	unreachableText = "The executor server behind this gateway could not be reached, so the call did not start. The gateway's operator has the details in its log."
 	refusedText     = "The executor servers behind this gateway refused this tenant's settings, so the call did not start. The gateway's operator has the details in its log."
@@ -149,7 +152,9 @@ func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
 	if rm.Key != "" {
 		h.Set("Authorization", "Bearer "+rm.Key)
 	}
-	opts := remote.Options{Header: h, DialTimeout: r.dialTimeout}
+	// No retries inside a member: execute moves a refused run to the next
+	// member at once, and the tenant's client retries what none took.
+	opts := remote.Options{Header: h, DialTimeout: r.dialTimeout, Retry: remote.Retry{Attempts: 1}}
 	if rm.ServerName != "" {
 		opts.HTTPClient = serverNameClient(rm.ServerName)
 	}
@@ -284,8 +289,9 @@ func (g *group) usable() bool {
 
 // candidates lists the healthy members that are not draining, fewest
 // executions in flight first. When there is none every member is listed,
-// draining ones last, so that a request still learns why (its connection
-// error, the draining refusal) rather than a generic refusal.
+// draining ones last, so that a request is still tried (a member may be
+// back before its health check says so) and a draining refusal is what
+// the tenant reads when that is why.
 func (g *group) candidates() []*member {
 	var out []*member
 	members := g.current()
@@ -319,10 +325,12 @@ func (g *group) candidates() []*member {
 // execute runs req under p on the least loaded member. A run that could
 // not start there (the queue is full, the server is draining, or it
 // refused the connection) is tried on the next; a run that started is
-// never replayed. A group without members (its name resolves to nothing)
-// reads as one whose server could not be reached.
+// never replayed. When no member could be reached, or the group has none
+// (its name resolves to nothing), the tenant reads the retryable
+// NoExecutorError: the condition heals by itself, unlike a refused
+// credential.
 func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, *member, error) {
-	var lastErr error = protocol.NewFault(protocol.CodeConnectionRejected, unreachableText)
+	var lastErr error = protocol.NewNoExecutorError()
 	for _, m := range g.candidates() {
 		m.inFlight.Add(1)
 		res, err := m.exec.ExecuteWith(ctx, req, p)
@@ -344,7 +352,7 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p pro
 			continue
 		case protocol.CodeConnectionRejected:
 			m.healthy.Store(false)
-			lastErr = err
+			lastErr = protocol.NewNoExecutorError()
 			continue
 		}
 		return res, m, err

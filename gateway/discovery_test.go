@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -305,8 +304,8 @@ func TestDiscoveryKeepsMembersThroughFailures(t *testing.T) {
 		t.Fatalf("logged %q, want %q", logs.last(), want)
 	}
 	_, err = app.Execute(ctx, &protocol.ExecuteRequest{Code: "result:2"})
-	if f, ok := errors.AsType[*protocol.Fault](err); !ok || f.Code != protocol.CodeConnectionRejected || f.Message != unreachableText {
-		t.Fatalf("an execution on the empty group: %v, want %s %q", err, protocol.CodeConnectionRejected, unreachableText)
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || err.Error() != protocol.NewNoExecutorError().Error() {
+		t.Fatalf("an execution on the empty group: %v, want %s %q", err, protocol.CodeQueueOverflow, protocol.NewNoExecutorError())
 	}
 	if e, m := metric("error"), metric("empty"); e != "1" || m != "3" {
 		t.Fatalf("failures counted: error %s, empty %s; want 1 and 3", e, m)

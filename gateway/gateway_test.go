@@ -172,9 +172,11 @@ func (e *env) serve(t *testing.T, yaml string, tweak func(string) string) string
 	return hs.URL
 }
 
+// dial connects as a tenant with key. The client does not retry, so each
+// call reads the gateway's one answer (its refusals above all).
 func (e *env) dial(t *testing.T, path, key string) (*remote.Executor, error) {
 	t.Helper()
-	ex, err := remote.Dial(testCtx(t), wsURL(e.url)+path, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}})
+	ex, err := remote.Dial(testCtx(t), wsURL(e.url)+path, remote.Options{Header: http.Header{"Authorization": {"Bearer " + key}}, Retry: remote.Retry{Attempts: 1}})
 	if err == nil {
 		t.Cleanup(func() { ex.Close() })
 	}

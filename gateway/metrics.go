@@ -62,7 +62,7 @@ func newMetrics(g *Gateway) *metrics {
 	m.authFailures = counterVec("codemode_auth_failures_total",
 		"Requests refused before any upgrade, by tenant and reason (unauthenticated, forbidden, too_many_connections; the last is also codemode_refusals_total{reason=\"connections\"}). The tenant is the configured tenant the credential proved it belongs to (for unauthenticated, a JWT whose signature verified but whose claims failed), else unknown.", "tenant", "reason")
 	m.refusals = counterVec("codemode_refusals_total",
-		"Executions and connections turned away, by tenant and reason: rate, concurrency, budget_executions, budget_run_clock, connections, draining, and from a backend queue_full, queue_wait or backend.", "tenant", "reason")
+		"Executions and connections turned away, by tenant and reason: rate, concurrency, budget_executions, budget_run_clock, connections, draining, and from a backend queue_full, queue_wait, no_executor or backend.", "tenant", "reason")
 	m.queueWait = histogramVec("codemode_queue_wait_seconds",
 		"Time executions waited for room in their backend before they started, as local backends report it.", prometheus.ExponentialBuckets(0.0001, 4, 10), "tenant", "backend")
 	m.cpuWait = histogramVec("codemode_cpu_wait_seconds",

@@ -25,11 +25,12 @@ const (
 	reasonDraining         reason = "draining"          // the gateway is stopping
 	reasonQueueFull        reason = "queue_full"        // a backend's queue is at its bound
 	reasonQueueWait        reason = "queue_wait"        // a backend's bound on waiting ran out
+	reasonNoExecutor       reason = "no_executor"       // no executor server of a remote group could take it
 	reasonBackend          reason = "backend"           // any other refusal of a backend
 )
 
 var allReasons = []reason{reasonRate, reasonConcurrency, reasonBudgetExecutions, reasonBudgetRunClock,
-	reasonConnections, reasonDraining, reasonQueueFull, reasonQueueWait, reasonBackend}
+	reasonConnections, reasonDraining, reasonQueueFull, reasonQueueWait, reasonNoExecutor, reasonBackend}
 
 // refusal is one turned-away request: why, the bound in words (the Limit of
 // a TenantLimitError), and how long the caller should wait (0: nothing to
@@ -46,7 +47,10 @@ func backendRefusal(err error) refusal {
 	retry, _ := protocol.RetryAfterOf(err)
 	var full *protocol.QueueOverflowError
 	var wait *protocol.QueueTimeoutError
+	var none *protocol.NoExecutorError
 	switch {
+	case errors.As(err, &none):
+		return refusal{reason: reasonNoExecutor, limit: "no executor server could take it", retryAfter: retry}
 	case errors.As(err, &full):
 		return refusal{reason: reasonQueueFull, limit: count(full.Bound, "waiting execution", "waiting executions"), retryAfter: retry}
 	case errors.As(err, &wait):

@@ -294,6 +294,7 @@ func TestBackendRefusalsAreCountedByKind(t *testing.T) {
 		{protocol.NewQueueTimeoutError(10*time.Second, 40*time.Millisecond), reasonQueueWait},
 		{fmt.Errorf("far: %w", protocol.NewTenantLimitError("x", "1 execution in flight", time.Second)), reasonBackend},
 		{protocol.NewFault(protocol.CodeQueueOverflow, "busy"), reasonBackend},
+		{protocol.NewNoExecutorError(), reasonNoExecutor},
 	} {
 		rig.be.err = c.err
 		if err := rig.execute(); err != c.err {
@@ -314,7 +315,7 @@ func TestBackendRefusalsAreCountedByKind(t *testing.T) {
 	lines := rig.refusedLines(t)
 	want := map[string]any{"level": "INFO", "msg": "refused", "tenant": "acme", "reason": "queue_full",
 		"limit": "64 waiting executions", "retryAfterMs": 250.0, "suppressed": 0.0}
-	if len(lines) != 3 || !reflect.DeepEqual(lines[0], want) || lines[1]["limit"] != "10000 ms of waiting" {
+	if len(lines) != 4 || !reflect.DeepEqual(lines[0], want) || lines[1]["limit"] != "10000 ms of waiting" || lines[3]["limit"] != "no executor server could take it" {
 		t.Fatalf("log lines %v", lines)
 	}
 }

@@ -352,6 +352,7 @@ func TestDeclaredFailureGrammar(t *testing.T) {
 		NewDeliveryTooLargeError(DeliveryHandleRequest, 2, 1),
 		NewDrainingError(),
 		NewExecutorDrainingError(),
+		NewNoExecutorError(),
 		errors.New(ConsoleCaptureMessage),
 	} {
 		text := err.Error()

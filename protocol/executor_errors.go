@@ -190,6 +190,27 @@ func (*ExecutorDrainingError) Error() string { return executorDrainingText }
 // FaultCode is CodeQueueOverflow.
 func (*ExecutorDrainingError) FaultCode() Code { return CodeQueueOverflow }
 
+// NoExecutorError: no executor server behind a gateway could take an
+// execution, because each was unreachable, refused the gateway's
+// connection or was draining, or the group had none (its name resolved to
+// no address). It carries CodeQueueOverflow, which is retryable: nothing
+// of the execution ran, and the condition heals once a server is back.
+// It is a different code from a refused credential (CONNECTION_REJECTED),
+// which a retry cannot fix.
+//
+//	No executor server behind this gateway could take the execution, so it did not start. Retry it in a few seconds; an executor server that is down or restarting takes executions again once it is back.
+type NoExecutorError struct{}
+
+// NewNoExecutorError composes the text.
+func NewNoExecutorError() *NoExecutorError { return &NoExecutorError{} }
+
+func (*NoExecutorError) Error() string {
+	return "No executor server behind this gateway could take the execution, so it did not start. Retry it in a few seconds; an executor server that is down or restarting takes executions again once it is back."
+}
+
+// FaultCode is CodeQueueOverflow.
+func (*NoExecutorError) FaultCode() Code { return CodeQueueOverflow }
+
 // IsExecutorDraining reports whether err is an executor server's draining
 // refusal: an *ExecutorDrainingError in this process, or, after it crossed
 // the wire, a QUEUE_OVERFLOW fault whose whole text is its text. A caller

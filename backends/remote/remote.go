@@ -6,7 +6,9 @@
 //
 // One connection carries many executions at once. When it dies, every call
 // in flight fails with CONNECTION_BROKEN and is never replayed; the next
-// call dials again, with backoff after a failed attempt.
+// call dials again, with backoff after a failed attempt. An execution the
+// server turned away before it started (QUEUE_OVERFLOW) or whose worker
+// crashed (WORKER_CRASHED) is tried again with backoff (Options.Retry).
 package remote
 
 import (
@@ -39,6 +41,10 @@ type Options struct {
 	MaxBackoff time.Duration
 	// HTTPClient dials the WebSocket; http.DefaultClient when nil.
 	HTTPClient *http.Client
+	// Retry bounds the retries of an execution the server turned away
+	// with a retryable code (see Retry); the zero value retries up to
+	// four times, and Retry{Attempts: 1} turns retries off.
+	Retry Retry
 }
 
 const firstBackoff = 100 * time.Millisecond
@@ -166,9 +172,17 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 // applies: the rest has no wire form, and the server holds executions to
 // its own operator's bounds.
 //
-// A server that refuses the execution as draining
-// (protocol.IsExecutorDraining) marks the session Draining until it ends.
+// An execution turned away with a retryable code (QUEUE_OVERFLOW,
+// WORKER_CRASHED) is tried again as Options.Retry says, and the last
+// fault is returned once the attempts are spent. A server that refuses
+// the execution as draining (protocol.IsExecutorDraining) marks the
+// session Draining until it ends.
 func (e *Executor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
+	return retrying(ctx, e.opts.Retry, func() (*protocol.ExecuteResult, error) { return e.executeOnce(ctx, req, p) })
+}
+
+// executeOnce is one attempt of ExecuteWith.
+func (e *Executor) executeOnce(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	c, sess, err := e.liveSession(ctx)
 	if err != nil {
 		return nil, err

@@ -131,6 +131,7 @@ func failureVectors() []failureVector {
 		fv("DeliveryTooLargeError", protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, 70000000, 67108864), string(protocol.DeliveryExecution), 70000000, 67108864),
 		fv("DeliveryTooLargeError", protocol.NewDeliveryTooLargeError(protocol.DeliveryHandleRequest, 70000000, 67108864), string(protocol.DeliveryHandleRequest), 70000000, 67108864),
 		fv("DrainingError", protocol.NewDrainingError()),
+		fv("NoExecutorError", protocol.NewNoExecutorError()),
 	}
 }
 

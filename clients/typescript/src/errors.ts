@@ -275,6 +275,17 @@ export class DrainingError extends ExecutorFault {
   }
 }
 
+/**
+ * No executor server behind a gateway could take the execution (each down,
+ * refusing the gateway's connection, or none found); QUEUE_OVERFLOW, so
+ * retryable: it heals once a server is back.
+ */
+export class NoExecutorError extends ExecutorFault {
+  constructor(props?: Record<string, unknown>) {
+    super('QUEUE_OVERFLOW', 'No executor server behind this gateway could take the execution, so it did not start. Retry it in a few seconds; an executor server that is down or restarting takes executions again once it is back.', props)
+  }
+}
+
 const wholeMs = (ms: number): number => Math.max(1, Math.ceil(ms))
 const retrySentence = (ms: number): string => ` Try it again in ${ms} ms.`
 

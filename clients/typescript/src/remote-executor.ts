@@ -39,6 +39,24 @@ export type ReconnectOptions = {
   maxAttempts?: number
 }
 
+/**
+ * How execute tries a program again after the executor turned it away with
+ * a retryable code: QUEUE_OVERFLOW (a full queue, a tenant bound, a
+ * draining server, a gateway with no executor server that could take it)
+ * or WORKER_CRASHED. The waits grow from baseDelayMs, doubling, with
+ * jitter (each between half and all of its step), and are never shorter
+ * than the retry hint a refusal carries. A worker may crash after the
+ * program made tool calls: turn retries off when tools must not run twice.
+ */
+export type RetryOptions = {
+  /** Tries of one execution in all (default 5, waiting about 3 s at most in all; 1 never retries). */
+  attempts?: number
+  /** The step before the first retry, doubled for each later one (default 200 ms). */
+  baseDelayMs?: number
+  /** The longest wait (default 2000 ms); a refusal whose retry hint is longer is thrown at once. */
+  maxDelayMs?: number
+}
+
 export type RemoteExecutorOptions = {
   /** The executor route, e.g. ws://127.0.0.1:8080/v1/executor. */
   url: string | URL
@@ -61,6 +79,8 @@ export type RemoteExecutorOptions = {
   connectTimeoutMs?: number
   /** Reconnection of new calls after the connection broke; false never reconnects. */
   reconnect?: ReconnectOptions | false
+  /** Retries of an execution turned away with a retryable code; false never retries. */
+  retry?: RetryOptions | false
 }
 
 /** A request as invokeHandle takes it: a URL, and the rest optional. */
@@ -132,6 +152,20 @@ function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pr
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return raceSignal(new Promise((resolve) => setTimeout(resolve, ms)), signal)
+}
+
+/**
+ * The wait before retry number n (1 for the first) after fault, or
+ * undefined when its retry hint is past maxMs.
+ */
+function retryWait(n: number, baseMs: number, maxMs: number, fault: ExecutorFault): number | undefined {
+  const step = Math.min(baseMs * 2 ** Math.min(n - 1, 30), maxMs)
+  // Jitter over the upper half of the step, so that callers refused
+  // together do not come back together.
+  const wait = step / 2 + Math.random() * (step / 2)
+  const hint = fault.retryAfter()
+  if (hint === undefined) return wait
+  return hint > maxMs ? undefined : Math.max(wait, hint)
 }
 
 /**
@@ -278,11 +312,32 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
     }
   }
 
+  /** Runs attempt again, as the retry option says, while it throws a retryable fault. */
+  async #retrying<T>(signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
+    const r = this.#options.retry === false ? { attempts: 1 } : (this.#options.retry ?? {})
+    const attempts = Math.max(1, Math.floor(r.attempts ?? 5))
+    const baseMs = r.baseDelayMs ?? 200
+    const maxMs = r.maxDelayMs ?? 2000
+    for (let n = 1; ; n++) {
+      try {
+        return await attempt()
+      } catch (err) {
+        if (n >= attempts || !(err instanceof ExecutorFault) || !err.retryable) throw err
+        const wait = retryWait(n, baseMs, maxMs, err)
+        if (wait === undefined) throw err
+        await sleep(wait, signal)
+      }
+    }
+  }
+
   /**
    * Runs one program. Declared failures arrive in the result's error; faults
-   * are thrown as ExecutorFault (or its declared subclasses). Aborting the
-   * signal rejects at once; the run goes on to its own bound on the
-   * executor, and its later tool calls get the completed envelope.
+   * are thrown as ExecutorFault (or its declared subclasses). A program the
+   * executor turned away with a retryable code is tried again with backoff
+   * (the retry option), and the last fault is thrown once the attempts are
+   * spent. Aborting the signal rejects at once; the run goes on to its own
+   * bound on the executor, and its later tool calls get the completed
+   * envelope.
    */
   async execute(request: ExecuteRequest, options?: CallOptions): Promise<ExecuteResult> {
     // First, while the caller's context is the active one.
@@ -310,10 +365,12 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
       }
     }
     try {
-      const message = await this.#call(options?.signal, (api) =>
-        stub
-          ? api.execute(request.code, request.providers ?? [], callOptions, dispatch, mode, stub)
-          : api.execute(request.code, request.providers ?? [], callOptions, dispatch, mode),
+      const message = await this.#retrying(options?.signal, () =>
+        this.#call(options?.signal, (api) =>
+          stub
+            ? api.execute(request.code, request.providers ?? [], callOptions, dispatch, mode, stub)
+            : api.execute(request.code, request.providers ?? [], callOptions, dispatch, mode),
+        ),
       )
       const result: ExecuteResult = { result: message.resultJson === undefined ? undefined : parseForDispatch(message.resultJson) }
       if (message.error !== undefined) result.error = message.error

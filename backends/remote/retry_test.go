@@ -1,0 +1,140 @@
+package remote_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/executorapi"
+	"github.com/supolka/codemode-gateway/protocol/executortest"
+)
+
+// refusingExecutor turns the first refusals executions away with
+// refusal, then runs them; calls counts every execution that arrived.
+type refusingExecutor struct {
+	*executortest.Recorder
+	refusal  func() error
+	refusals int64
+	calls    atomic.Int64
+}
+
+func (r *refusingExecutor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
+	if r.calls.Add(1) <= r.refusals {
+		return nil, r.refusal()
+	}
+	return r.Recorder.ExecuteWith(ctx, req, p)
+}
+
+func (r *refusingExecutor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*protocol.ExecuteResult, error) {
+	return r.ExecuteWith(ctx, req, protocol.Policy{})
+}
+
+// dialRetrying dials a loopback server that refuses refusals times with
+// refusal, with retry.
+func dialRetrying(t *testing.T, refusals int64, refusal func() error, retry remote.Retry) (*remote.Executor, *refusingExecutor) {
+	t.Helper()
+	fake := &refusingExecutor{Recorder: executortest.NewRecorder(), refusal: refusal, refusals: refusals}
+	url, _ := serve(t, fake, executorapi.ServerOptions{})
+	e, err := remote.Dial(ctx(t), url, remote.Options{Retry: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, fake
+}
+
+// fast keeps the waits of a test short: the defaults are for real servers.
+var fast = remote.Retry{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+
+func noExecutor() error { return protocol.NewNoExecutorError() }
+
+// Two QUEUE_OVERFLOW refusals, then a result: the caller gets the result
+// from the third attempt.
+func TestRetryReturnsTheResultAfterRetryableRefusals(t *testing.T) {
+	e, fake := dialRetrying(t, 2, noExecutor, fast)
+	res, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:7"})
+	if err != nil || res.ResultJSON != "7" {
+		t.Fatalf("got %+v, %v; want the result 7", res, err)
+	}
+	if n := fake.calls.Load(); n != 3 {
+		t.Fatalf("the server saw %d attempts, want 3 (two retries)", n)
+	}
+}
+
+// A crashed worker is retryable too.
+func TestRetryCoversAWorkerCrash(t *testing.T) {
+	crash := func() error { return protocol.NewFault(protocol.CodeWorkerCrashed, "the worker process died") }
+	e, fake := dialRetrying(t, 1, crash, fast)
+	res, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:8"})
+	if err != nil || res.ResultJSON != "8" || fake.calls.Load() != 2 {
+		t.Fatalf("got %+v, %v after %d attempts; want the result 8 after 2", res, err, fake.calls.Load())
+	}
+}
+
+// Attempts spent: the caller gets the last refusal, whole, and the
+// server saw exactly Attempts executions.
+func TestRetryReturnsTheLastFaultWhenAttemptsAreSpent(t *testing.T) {
+	retry := fast
+	retry.Attempts = 3
+	e, fake := dialRetrying(t, 10, noExecutor, retry)
+	_, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:1"})
+	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || err.Error() != protocol.NewNoExecutorError().Error() {
+		t.Fatalf("got %v (%s), want the QUEUE_OVERFLOW refusal", err, protocol.CodeOf(err))
+	}
+	if n := fake.calls.Load(); n != 3 {
+		t.Fatalf("the server saw %d attempts, want 3", n)
+	}
+}
+
+// The default tries five times in all.
+func TestRetryDefaultsToFourAttempts(t *testing.T) {
+	e, fake := dialRetrying(t, 10, noExecutor, remote.Retry{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	if _, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:1"}); protocol.CodeOf(err) != protocol.CodeQueueOverflow {
+		t.Fatalf("got %v, want QUEUE_OVERFLOW", err)
+	}
+	if n := fake.calls.Load(); n != 5 {
+		t.Fatalf("the server saw %d attempts, want 5", n)
+	}
+}
+
+// Attempts: 1 turns retries off.
+func TestRetryOff(t *testing.T) {
+	e, fake := dialRetrying(t, 1, noExecutor, remote.Retry{Attempts: 1})
+	if _, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:1"}); protocol.CodeOf(err) != protocol.CodeQueueOverflow {
+		t.Fatalf("got %v, want QUEUE_OVERFLOW", err)
+	}
+	if n := fake.calls.Load(); n != 1 {
+		t.Fatalf("the server saw %d attempts, want 1", n)
+	}
+}
+
+// Codes that are not retryable are returned after one attempt.
+func TestRetryLeavesOtherCodesAlone(t *testing.T) {
+	for _, code := range []protocol.Code{protocol.CodeConnectionRejected, protocol.CodeInternal, protocol.CodeResponseTooLarge, protocol.CodeHandlesClosed} {
+		e, fake := dialRetrying(t, 1, func() error { return protocol.NewFault(code, "refused") }, fast)
+		_, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:1"})
+		if protocol.CodeOf(err) != code {
+			t.Fatalf("%s: got %v", code, err)
+		}
+		if n := fake.calls.Load(); n != 1 {
+			t.Fatalf("%s: the server saw %d attempts, want 1", code, n)
+		}
+	}
+}
+
+// A refusal whose retry hint is past MaxDelay is returned at once, hint
+// and all: waiting that long is the caller's decision.
+func TestRetryHintPastMaxDelayIsReturned(t *testing.T) {
+	long := func() error { return protocol.NewTenantLimitError("acme", protocol.InFlightBound(1), time.Hour) }
+	e, fake := dialRetrying(t, 1, long, fast)
+	_, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "result:1"})
+	if hint, ok := protocol.RetryAfterOf(err); !ok || hint != time.Hour || err.Error() != long().Error() {
+		t.Fatalf("got %v (hint %v, %v), want the tenant refusal with its hour", err, hint, ok)
+	}
+	if n := fake.calls.Load(); n != 1 {
+		t.Fatalf("the server saw %d attempts, want 1", n)
+	}
+}
