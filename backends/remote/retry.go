@@ -9,13 +9,14 @@ import (
 )
 
 // Retry bounds how ExecuteWith tries an execution again after the server
-// turned it away with a retryable code: QUEUE_OVERFLOW (a full queue, a
-// tenant bound, a draining server, a gateway with no executor server that
-// could take it) or WORKER_CRASHED. The contract makes both retryable;
-// note that a worker may crash after the program made tool calls, so a
-// caller whose tools must not run twice turns retries off. No other
-// failure is retried: CONNECTION_BROKEN leaves the outcome unknown, and
-// the rest do not heal by waiting.
+// turned it away with QUEUE_OVERFLOW (a full queue, a tenant bound, a
+// draining server, a gateway with no executor server that could take it):
+// the execution never started, so trying it again runs it once. The
+// contract makes WORKER_CRASHED retryable too, but a worker may crash
+// after the program made tool calls, so whether to run it again is the
+// caller's to decide, and it is returned. No other failure is retried:
+// CONNECTION_BROKEN leaves the outcome unknown, and the rest do not heal
+// by waiting.
 //
 // The zero value retries up to four times, waiting about 3 s at most in
 // all: long enough for an executor server to come back from a restart.
@@ -75,7 +76,7 @@ func retrying[T any](ctx context.Context, r Retry, attempt func() (T, error)) (T
 	r = r.withDefaults()
 	for n := 1; ; n++ {
 		v, err := attempt()
-		if err == nil || n >= r.Attempts || !protocol.CodeOf(err).Retryable() {
+		if err == nil || n >= r.Attempts || protocol.CodeOf(err) != protocol.CodeQueueOverflow {
 			return v, err
 		}
 		d, ok := r.wait(n, err)

@@ -41,12 +41,13 @@ export type ReconnectOptions = {
 
 /**
  * How execute tries a program again after the executor turned it away with
- * a retryable code: QUEUE_OVERFLOW (a full queue, a tenant bound, a
- * draining server, a gateway with no executor server that could take it)
- * or WORKER_CRASHED. The waits grow from baseDelayMs, doubling, with
- * jitter (each between half and all of its step), and are never shorter
- * than the retry hint a refusal carries. A worker may crash after the
- * program made tool calls: turn retries off when tools must not run twice.
+ * QUEUE_OVERFLOW (a full queue, a tenant bound, a draining server, a
+ * gateway with no executor server that could take it): it never started,
+ * so it runs once. WORKER_CRASHED is retryable too, but the program may
+ * have called tools before the crash, so it is thrown for the caller to
+ * decide. The waits grow from baseDelayMs, doubling, with jitter (each
+ * between half and all of its step), and are never shorter than the retry
+ * hint a refusal carries.
  */
 export type RetryOptions = {
   /** Tries of one execution in all (default 5, waiting about 3 s at most in all; 1 never retries). */
@@ -322,7 +323,7 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
       try {
         return await attempt()
       } catch (err) {
-        if (n >= attempts || !(err instanceof ExecutorFault) || !err.retryable) throw err
+        if (n >= attempts || !(err instanceof ExecutorFault) || err.code !== 'QUEUE_OVERFLOW') throw err
         const wait = retryWait(n, baseMs, maxMs, err)
         if (wait === undefined) throw err
         await sleep(wait, signal)

@@ -53,10 +53,10 @@ test('two QUEUE_OVERFLOW refusals, then the result: execute returns it after two
   assert.equal(api.calls, 3)
 })
 
-test('a WORKER_CRASHED fault is retried too', async (t) => {
+test('a WORKER_CRASHED fault is thrown for the caller to decide: its tools may have run', async (t) => {
   const { executor, api } = await fakeServer(t, 1, () => fault('WORKER_CRASHED', 'the worker process died'), { retry: fast })
-  assert.equal((await executor.execute({ code: 'async () => 7' })).result, 7)
-  assert.equal(api.calls, 2)
+  await assert.rejects(executor.execute({ code: 'async () => 7' }), (err) => err instanceof ExecutorFault && err.code === 'WORKER_CRASHED')
+  assert.equal(api.calls, 1)
 })
 
 test('attempts spent: the last fault is thrown, whole', async (t) => {
