@@ -2,6 +2,7 @@ package capnweb
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -50,6 +51,10 @@ type MemoryBudget struct {
 	// gaveBack is closed, and replaced, when bytes are given back: it
 	// wakes the readers waiting for room.
 	gaveBack chan struct{}
+	// freed is what was given back since the last collection the budget
+	// asked for; collecting says one is under way.
+	freed      int64
+	collecting bool
 }
 
 // NewMemoryBudget makes a budget of limit bytes.
@@ -127,11 +132,30 @@ func (b *MemoryBudget) charge(s *Session, n int64) (*Session, int64) {
 	if n < 0 {
 		close(b.gaveBack)
 		b.gaveBack = make(chan struct{})
+		b.freed -= n
+		b.collectLocked()
 	}
 	if n < 0 || b.used <= b.limit {
 		return nil, 0
 	}
 	return b.topLocked()
+}
+
+// collectLocked asks for a collection once a quarter of the bound was
+// given back since the last: what the sessions let go of is garbage of the
+// size of the bound itself, which the collector, left to its pacing, lets
+// the heap grow by as much again before it reclaims. b.mu is held.
+func (b *MemoryBudget) collectLocked() {
+	if b.collecting || b.freed < b.limit/4 {
+		return
+	}
+	b.collecting, b.freed = true, 0
+	go func() {
+		runtime.GC()
+		b.mu.Lock()
+		b.collecting = false
+		b.mu.Unlock()
+	}()
 }
 
 // MemoryBudgetText is the abort reason of a session ended because the

@@ -3,6 +3,7 @@ package capnweb
 import (
 	"context"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +89,35 @@ func (b *MemoryBudget) Used() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
+}
+
+// TestMemoryBudgetCollectsWhatWasGivenBack: once a quarter of the bound
+// was given back the budget asks for a collection (one at a time), so that
+// what sessions let go of does not wait for the collector's pacing.
+func TestMemoryBudgetCollectsWhatWasGivenBack(t *testing.T) {
+	b := NewMemoryBudget(64 << 20)
+	s := &Session{}
+	cycles := func() uint32 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.NumForcedGC
+	}
+	b.charge(s, 32<<20)
+	before := cycles()
+	b.charge(s, -(8 << 20)) // an eighth: no collection
+	b.mu.Lock()
+	asked := b.collecting
+	b.mu.Unlock()
+	if asked {
+		t.Fatal("a collection was asked for after an eighth of the bound was given back")
+	}
+	b.charge(s, -(8 << 20)) // a quarter in all
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return !b.collecting && cycles() > before
+	}, "the collection the budget asked for")
+	if b.freed != 0 {
+		t.Fatalf("%d bytes given back still counted after the collection", b.freed)
+	}
 }
