@@ -166,6 +166,12 @@ func Rehydrate(message string, code Code, props map[string]any) error {
 // rehydrateQueueFailure rebuilds the QUEUE_OVERFLOW failure whose composed
 // text message is, or returns nil when it is none of them exactly.
 func rehydrateQueueFailure(message string) error {
+	// The refusals that carry no retry hint have one text each.
+	for _, err := range []error{NewDrainingError(), NewExecutorDrainingError(), NewNoExecutorError()} {
+		if message == err.Error() {
+			return err
+		}
+	}
 	rest, retry, ok := cutRetrySentence(message)
 	if !ok {
 		return nil

@@ -57,6 +57,9 @@ func TestRehydrateTypedFailures(t *testing.T) {
 		NewTenantLimitError("acme", "20 executions started per second", 51*time.Millisecond),
 		NewTenantLimitError("acme", "a budget of 600000 ms of run-clock time per 1h0m0s, so far 600012", time.Hour),
 		NewResponseTooLargeError(2000000, 1048576),
+		NewDrainingError(),
+		NewExecutorDrainingError(),
+		NewNoExecutorError(),
 	} {
 		err := Rehydrate(orig.Error(), orig.FaultCode(), props)
 		if err.Error() != orig.Error() {

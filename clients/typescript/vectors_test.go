@@ -131,6 +131,7 @@ func failureVectors() []failureVector {
 		fv("DeliveryTooLargeError", protocol.NewDeliveryTooLargeError(protocol.DeliveryExecution, 70000000, 67108864), string(protocol.DeliveryExecution), 70000000, 67108864),
 		fv("DeliveryTooLargeError", protocol.NewDeliveryTooLargeError(protocol.DeliveryHandleRequest, 70000000, 67108864), string(protocol.DeliveryHandleRequest), 70000000, 67108864),
 		fv("DrainingError", protocol.NewDrainingError()),
+		fv("ExecutorDrainingError", protocol.NewExecutorDrainingError()),
 		fv("NoExecutorError", protocol.NewNoExecutorError()),
 	}
 }
@@ -154,6 +155,10 @@ func rehydrateVectors(t *testing.T) []rehydrateVector {
 		{"The executor's queue is full at its bound of 64 waiting executions, so this one was turned away before it ran. Try it again in 0 ms.", protocol.CodeQueueOverflow, nil},
 		{text(protocol.NewResponseTooLargeError(2000000, 1048576)), protocol.CodeResponseTooLarge, nil},
 		{"The response is big, past the server's response limit of 1 bytes, so it was not delivered. Return less in one result or response, and fetch the rest in another call.", protocol.CodeResponseTooLarge, nil},
+		{text(protocol.NewDrainingError()), protocol.CodeQueueOverflow, nil},
+		{text(protocol.NewExecutorDrainingError()), protocol.CodeQueueOverflow, nil},
+		{text(protocol.NewNoExecutorError()), protocol.CodeQueueOverflow, nil},
+		{text(protocol.NewNoExecutorError()) + " ", protocol.CodeQueueOverflow, nil},
 		{"the worker process exited", protocol.CodeWorkerCrashed, map[string]any{"exitCode": 2.0}},
 		{"The executor at ws://x speaks protocol 2, and this client speaks 1.", protocol.CodeProtocolMismatch, nil},
 		{"boom", protocol.CodeInternal, nil},
@@ -204,6 +209,12 @@ func rehydrateVectors(t *testing.T) []rehydrateVector {
 			v.Class, v.Fields = "TenantLimitError", map[string]any{"tenant": e.Tenant, "limit": e.Limit, "retryAfterMs": ms(e.RetryAfter)}
 		case *protocol.ResponseTooLargeError:
 			v.Class, v.Fields = "ResponseTooLargeError", map[string]any{"size": e.Size, "limit": e.Limit}
+		case *protocol.DrainingError:
+			v.Class = "DrainingError"
+		case *protocol.ExecutorDrainingError:
+			v.Class = "ExecutorDrainingError"
+		case *protocol.NoExecutorError:
+			v.Class = "NoExecutorError"
 		case nil:
 		default:
 			t.Fatalf("Rehydrate rebuilt a %T the vectors do not know", e)

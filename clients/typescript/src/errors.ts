@@ -275,6 +275,13 @@ export class DrainingError extends ExecutorFault {
   }
 }
 
+/** A draining executor server turned the execution away before it started; QUEUE_OVERFLOW, so retryable. */
+export class ExecutorDrainingError extends ExecutorFault {
+  constructor(props?: Record<string, unknown>) {
+    super('QUEUE_OVERFLOW', 'This executor server is draining for a restart, so the execution was turned away before it started. Retry it; another executor server, or this one after the restart, will run it.', props)
+  }
+}
+
 /**
  * No executor server behind a gateway could take the execution (each down,
  * refusing the gateway's connection, or none found); QUEUE_OVERFLOW, so
@@ -351,6 +358,11 @@ function cutRetry(message: string): [string, number] | undefined {
 }
 
 function rebuildQueueFailure(message: string, props: Record<string, unknown>): ExecutorFault | undefined {
+  // The refusals that carry no retry hint have one text each.
+  for (const Hintless of [DrainingError, ExecutorDrainingError, NoExecutorError]) {
+    const err = new Hintless(props)
+    if (err.message === message) return err
+  }
   const cut = cutRetry(message)
   if (!cut) return undefined
   const [rest, retry] = cut
@@ -397,7 +409,8 @@ function rebuild(code: FaultCode, message: string, props: Record<string, unknown
  * Rebuilds the typed failure a thrown error stood for. An error whose code is
  * in the taxonomy becomes an ExecutorFault: the declared failure's own class
  * (HandlesClosedError, QueueOverflowError, QueueTimeoutError,
- * TenantLimitError, ResponseTooLargeError) when its message is exactly the
+ * TenantLimitError, DrainingError, ExecutorDrainingError, NoExecutorError,
+ * ResponseTooLargeError) when its message is exactly the
  * text that class composes, else a plain ExecutorFault with that code. The
  * message and the other own properties stay as they arrived. Anything else
  * (a throw from user code, a provider's rejection) passes through untouched.
