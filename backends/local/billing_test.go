@@ -141,7 +141,9 @@ func TestRetainedExecutionsBillInvocationsAndTimers(t *testing.T) {
 	_, clock2, cpu2 := log.sum()
 	spent := processCPUOf(t, pid) - before
 	t.Logf("3 invocations: clock %v cpu %v; with the timer: clock %v cpu %v; the worker spent %v", clock, cpu, clock2, cpu2, spent)
-	if clock2-clock < clock/4 || cpu2-cpu < cpu/4 {
+	// The timer does one invocation's work, a third of the three's: half
+	// of that is the floor (measured 0.74–1.0 of it; the bug billed 0).
+	if clock2-clock < clock/6 || cpu2-cpu < cpu/6 {
 		t.Fatalf("a timer doing an invocation's work between invocations added run clock %v, CPU %v (invocations: %v, %v)", clock2-clock, cpu2-cpu, clock, cpu)
 	}
 	if diff := cpu2 - spent; diff > spent/20+20*time.Millisecond || -diff > spent/20+20*time.Millisecond {
