@@ -185,6 +185,69 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 			"--admin-listen=0.0.0.0:9091", "--admin-listen=0.0.0.0:9092",
 			[]string{"StatefulSet codemode-executor: container port admin is 9091, but --admin-listen is 0.0.0.0:9092"},
 		},
+		{
+			"no admin token", "base", "base/gateway.yaml",
+			"  tokenEnv: GATEWAY_ADMIN_TOKEN\n", "",
+			[]string{"the configuration sets no admin.tokenEnv: any pod that reaches the admin listener reads its metrics and reloads it"},
+		},
+		{
+			"admin token from a Secret the manifests do not hold", "base", "base/gateway-deployment.yaml",
+			"name: codemode-gateway-admin\n                  key: token", "name: codemode-gateway\n                  key: admin-token",
+			[]string{"Deployment codemode-gateway: admin.tokenEnv GATEWAY_ADMIN_TOKEN: the manifests hold no Secret codemode-gateway"},
+		},
+		{
+			"probes without the admin token", "base", "base/kustomization.yaml",
+			"replacements:\n  - path: admin-token-replacement.yaml\n", "",
+			[]string{"Deployment codemode-gateway: readinessProbe does not carry the token of Secret codemode-gateway-admin as Authorization: Bearer <token>: the admin listener would answer it 401",
+				"Deployment codemode-gateway: livenessProbe does not carry the token of Secret codemode-gateway-admin as Authorization: Bearer <token>: the admin listener would answer it 401"},
+		},
+		{
+			"no default deny", "base", "base/networkpolicy.yaml",
+			"  podSelector: {}\n  policyTypes: [Ingress]\n", "  podSelector: {}\n  policyTypes: [Egress]\n",
+			[]string{"no NetworkPolicy denies ingress by default (podSelector {}, policyTypes [Ingress], no ingress rules): a pod no policy names is open to every pod"},
+		},
+		{
+			"gateway's listener closed", "base", "base/networkpolicy.yaml",
+			"        - {port: ws, protocol: TCP}\n", "        - {port: ws, protocol: UDP}\n",
+			[]string{"Deployment codemode-gateway: no NetworkPolicy admits anyone to port ws (8080): its clients could not connect"},
+		},
+		{
+			"gateway's admin open to every pod", "base", "base/networkpolicy.yaml",
+			"        - {port: ws, protocol: TCP}\n", "        - {port: ws, protocol: TCP}\n        - {port: admin, protocol: TCP}\n",
+			[]string{"Deployment codemode-gateway: NetworkPolicy codemode-gateway admits anyone to port admin (9090); admit only pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true"},
+		},
+		{
+			"gateway's admin open to every namespace", "base", "base/networkpolicy.yaml",
+			"              codemode-gateway/scrape: \"true\"\n", "              {}\n",
+			[]string{"Deployment codemode-gateway: NetworkPolicy codemode-gateway admits pods app.kubernetes.io/name=prometheus in every namespace to port admin (9090); admit only pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true"},
+		},
+		{
+			"gateway's admin not admitted at all", "base", "base/networkpolicy.yaml",
+			"        - {port: admin, protocol: TCP}\n", "        - {port: 9999, protocol: TCP}\n",
+			[]string{"Deployment codemode-gateway: no NetworkPolicy admits pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true to port admin (9090)"},
+		},
+		{
+			"executors open to every pod", "overlays/remote-group", "executor/executor-networkpolicy.yaml",
+			"      from:\n        - podSelector:\n            matchLabels:\n              app.kubernetes.io/name: codemode-gateway\n", "",
+			[]string{"StatefulSet codemode-executor: NetworkPolicy codemode-executor admits anyone to port ws (8787); admit only pods app.kubernetes.io/name=codemode-gateway of this namespace"},
+		},
+		{
+			"executors open to every namespace's gateways", "overlays/remote-group", "executor/executor-networkpolicy.yaml",
+			"        - podSelector:\n            matchLabels:\n              app.kubernetes.io/name: codemode-gateway\n",
+			"        - namespaceSelector: {}\n          podSelector:\n            matchLabels:\n              app.kubernetes.io/name: codemode-gateway\n",
+			[]string{"StatefulSet codemode-executor: NetworkPolicy codemode-executor admits pods app.kubernetes.io/name=codemode-gateway in every namespace to port ws (8787); admit only pods app.kubernetes.io/name=codemode-gateway of this namespace"},
+		},
+		{
+			"executors' admin open to the gateways", "overlays/remote-group", "executor/executor-networkpolicy.yaml",
+			"        - {port: ws, protocol: TCP}\n", "        - {port: ws, protocol: TCP}\n        - {port: 9091, protocol: TCP}\n",
+			[]string{"StatefulSet codemode-executor: NetworkPolicy codemode-executor admits pods app.kubernetes.io/name=codemode-gateway of this namespace to port admin (9091); admit only pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true"},
+		},
+		{
+			"executors without their policy", "overlays/remote-group", "executor/kustomization.yaml",
+			"  - executor-networkpolicy.yaml\n", "",
+			[]string{"StatefulSet codemode-executor: no NetworkPolicy admits pods app.kubernetes.io/name=codemode-gateway of this namespace to port ws (8787)",
+				"StatefulSet codemode-executor: no NetworkPolicy admits pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true to port admin (9091)"},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fSys := copyTree(t, "kubernetes")
