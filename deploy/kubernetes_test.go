@@ -120,6 +120,13 @@ func checkGateway(m *manifests) (*config.Config, []string) {
 	} else if secrets[env] == "" {
 		c.add("%s: executionIds.keyEnv %s does not come from a Secret", where, env)
 	}
+	if env := cfg.Admin.TokenEnv; env == "" {
+		c.add("the configuration sets no admin.tokenEnv: any pod that reaches the admin listener reads its metrics and reloads it")
+	} else if ref := secrets[env]; ref == "" {
+		c.add("%s: admin.tokenEnv %s does not come from a Secret", where, env)
+	} else {
+		c.adminToken(m, where, ctr, env, ref)
+	}
 	for _, b := range cfg.Backends {
 		if b.Remote == nil {
 			continue
@@ -179,9 +186,16 @@ func checkGateway(m *manifests) (*config.Config, []string) {
 	}
 	c.disruptionBudget("codemode-gateway", m, labels, dep.Replicas)
 
+	// Tenants connect from anywhere; the admin listener only Prometheus
+	// (and the kubelet, from the node, which policies do not hold back).
+	policies := c.policies(m)
+	c.defaultDeny(policies)
+	c.admitsAnyone(where, policies, labels, ctr, "ws")
+	c.admitsOnly(where, policies, labels, ctr, "admin", monitoringPeer)
+
 	for _, b := range cfg.Backends {
 		if b.Remote != nil {
-			c.executors(m, b)
+			c.executors(m, b, policies, labels)
 		}
 	}
 	return cfg, c.problems
@@ -341,7 +355,7 @@ func (c *checker) disruptionBudget(name string, m *manifests, labels map[string]
 // autoscaler to the remote group's members: found in DNS from the
 // Service's name, or one listed member per pod by its stable name; on the
 // server's port and path, with the key its server checks.
-func (c *checker) executors(m *manifests, b config.Backend) {
+func (c *checker) executors(m *manifests, b config.Backend, policies []namedPolicy, gatewayLabels map[string]string) {
 	const name = "codemode-executor"
 	where := "StatefulSet " + name
 	var sts workloadSpec
@@ -365,6 +379,11 @@ func (c *checker) executors(m *manifests, b config.Backend) {
 	c.listener(where, ctr, "admin", "--admin-listen", admin)
 	c.probes(where, ctr)
 	c.unprivileged(where, pod, ctr)
+	// Only the gateways call members; their admin listener takes no token,
+	// so the policy is all that keeps it to Prometheus.
+	gatewayPeer := describe(policyPeer{PodSelector: &labelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": gatewayLabels["app.kubernetes.io/name"]}}})
+	c.admitsOnly(where, policies, sts.Template.Metadata.Labels, ctr, "ws", gatewayPeer)
+	c.admitsOnly(where, policies, sts.Template.Metadata.Labels, ctr, "admin", monitoringPeer)
 
 	var svc serviceSpec
 	if err := m.spec("Service", sts.ServiceName, &svc); err != nil {

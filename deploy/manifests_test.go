@@ -15,6 +15,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway"
+	"github.com/supolka/codemode-gateway/gateway/config"
 )
 
 func TestMain(m *testing.M) {
@@ -47,7 +48,8 @@ func kinds(m *manifests) []string {
 
 func TestBaseManifestsMatchTheirConfiguration(t *testing.T) {
 	m := renderOnDisk(t, "kubernetes/base")
-	want := []string{"ConfigMap/codemode-…", "Deployment/codemode-gateway", "PodDisruptionBudget/codemode-gateway", "Service/codemode-gateway"}
+	want := []string{"ConfigMap/codemode-…", "Deployment/codemode-gateway", "NetworkPolicy/codemode-gateway", "NetworkPolicy/default-deny-ingress",
+		"PodDisruptionBudget/codemode-gateway", "Secret/codemode-gateway-admin", "Service/codemode-gateway"}
 	if got := kinds(m); !slices.Equal(got, want) {
 		t.Fatalf("the base renders %v, want %v", got, want)
 	}
@@ -62,8 +64,9 @@ func TestBaseManifestsMatchTheirConfiguration(t *testing.T) {
 
 func TestRemoteGroupOverlayMatchesItsExecutors(t *testing.T) {
 	m := renderOnDisk(t, "kubernetes/overlays/remote-group")
-	want := []string{"ConfigMap/codemode-…", "Deployment/codemode-gateway", "HorizontalPodAutoscaler/codemode-executor", "PodDisruptionBudget/codemode-executor", "PodDisruptionBudget/codemode-gateway",
-		"Service/codemode-executor", "Service/codemode-gateway", "StatefulSet/codemode-executor"}
+	want := []string{"ConfigMap/codemode-…", "Deployment/codemode-gateway", "HorizontalPodAutoscaler/codemode-executor",
+		"NetworkPolicy/codemode-executor", "NetworkPolicy/codemode-gateway", "NetworkPolicy/default-deny-ingress", "PodDisruptionBudget/codemode-executor", "PodDisruptionBudget/codemode-gateway",
+		"Secret/codemode-gateway-admin", "Service/codemode-executor", "Service/codemode-gateway", "StatefulSet/codemode-executor"}
 	if got := kinds(m); !slices.Equal(got, want) {
 		t.Fatalf("the overlay renders %v, want %v", got, want)
 	}
@@ -128,7 +131,7 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 		{
 			"id key from a literal value", "base", "base/gateway-deployment.yaml",
 			"valueFrom:\n                secretKeyRef:\n                  name: codemode-gateway\n                  key: id-key", `value: "0123456789abcdef0123456789abcdef"`,
-			[]string{"the mounted configuration: /etc/codemode/gateway.yaml:26: executionIds.keyEnv: environment variable GATEWAY_ID_KEY is not set; it must hold a key of at least 32 bytes, the same on every replica"},
+			[]string{"the mounted configuration: /etc/codemode/gateway.yaml:29: executionIds.keyEnv: environment variable GATEWAY_ID_KEY is not set; it must hold a key of at least 32 bytes, the same on every replica"},
 		},
 		{
 			"worker processes past the memory limit", "base", "base/gateway.yaml",
@@ -182,6 +185,69 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 			"--admin-listen=0.0.0.0:9091", "--admin-listen=0.0.0.0:9092",
 			[]string{"StatefulSet codemode-executor: container port admin is 9091, but --admin-listen is 0.0.0.0:9092"},
 		},
+		{
+			"no admin token", "base", "base/gateway.yaml",
+			"  tokenEnv: GATEWAY_ADMIN_TOKEN\n", "",
+			[]string{"the configuration sets no admin.tokenEnv: any pod that reaches the admin listener reads its metrics and reloads it"},
+		},
+		{
+			"admin token from a Secret the manifests do not hold", "base", "base/gateway-deployment.yaml",
+			"name: codemode-gateway-admin\n                  key: token", "name: codemode-gateway\n                  key: admin-token",
+			[]string{"Deployment codemode-gateway: admin.tokenEnv GATEWAY_ADMIN_TOKEN: the manifests hold no Secret codemode-gateway"},
+		},
+		{
+			"probes without the admin token", "base", "base/kustomization.yaml",
+			"replacements:\n  - path: admin-token-replacement.yaml\n", "",
+			[]string{"Deployment codemode-gateway: readinessProbe does not carry the token of Secret codemode-gateway-admin as Authorization: Bearer <token>: the admin listener would answer it 401",
+				"Deployment codemode-gateway: livenessProbe does not carry the token of Secret codemode-gateway-admin as Authorization: Bearer <token>: the admin listener would answer it 401"},
+		},
+		{
+			"no default deny", "base", "base/networkpolicy.yaml",
+			"  podSelector: {}\n  policyTypes: [Ingress]\n", "  podSelector: {}\n  policyTypes: [Egress]\n",
+			[]string{"no NetworkPolicy denies ingress by default (podSelector {}, policyTypes [Ingress], no ingress rules): a pod no policy names is open to every pod"},
+		},
+		{
+			"gateway's listener closed", "base", "base/networkpolicy.yaml",
+			"        - {port: ws, protocol: TCP}\n", "        - {port: ws, protocol: UDP}\n",
+			[]string{"Deployment codemode-gateway: no NetworkPolicy admits anyone to port ws (8080): its clients could not connect"},
+		},
+		{
+			"gateway's admin open to every pod", "base", "base/networkpolicy.yaml",
+			"        - {port: ws, protocol: TCP}\n", "        - {port: ws, protocol: TCP}\n        - {port: admin, protocol: TCP}\n",
+			[]string{"Deployment codemode-gateway: NetworkPolicy codemode-gateway admits anyone to port admin (9090); admit only pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true"},
+		},
+		{
+			"gateway's admin open to every namespace", "base", "base/networkpolicy.yaml",
+			"              codemode-gateway/scrape: \"true\"\n", "              {}\n",
+			[]string{"Deployment codemode-gateway: NetworkPolicy codemode-gateway admits pods app.kubernetes.io/name=prometheus in every namespace to port admin (9090); admit only pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true"},
+		},
+		{
+			"gateway's admin not admitted at all", "base", "base/networkpolicy.yaml",
+			"        - {port: admin, protocol: TCP}\n", "        - {port: 9999, protocol: TCP}\n",
+			[]string{"Deployment codemode-gateway: no NetworkPolicy admits pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true to port admin (9090)"},
+		},
+		{
+			"executors open to every pod", "overlays/remote-group", "executor/executor-networkpolicy.yaml",
+			"      from:\n        - podSelector:\n            matchLabels:\n              app.kubernetes.io/name: codemode-gateway\n", "",
+			[]string{"StatefulSet codemode-executor: NetworkPolicy codemode-executor admits anyone to port ws (8787); admit only pods app.kubernetes.io/name=codemode-gateway of this namespace"},
+		},
+		{
+			"executors open to every namespace's gateways", "overlays/remote-group", "executor/executor-networkpolicy.yaml",
+			"        - podSelector:\n            matchLabels:\n              app.kubernetes.io/name: codemode-gateway\n",
+			"        - namespaceSelector: {}\n          podSelector:\n            matchLabels:\n              app.kubernetes.io/name: codemode-gateway\n",
+			[]string{"StatefulSet codemode-executor: NetworkPolicy codemode-executor admits pods app.kubernetes.io/name=codemode-gateway in every namespace to port ws (8787); admit only pods app.kubernetes.io/name=codemode-gateway of this namespace"},
+		},
+		{
+			"executors' admin open to the gateways", "overlays/remote-group", "executor/executor-networkpolicy.yaml",
+			"        - {port: ws, protocol: TCP}\n", "        - {port: ws, protocol: TCP}\n        - {port: 9091, protocol: TCP}\n",
+			[]string{"StatefulSet codemode-executor: NetworkPolicy codemode-executor admits pods app.kubernetes.io/name=codemode-gateway of this namespace to port admin (9091); admit only pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true"},
+		},
+		{
+			"executors without their policy", "overlays/remote-group", "executor/kustomization.yaml",
+			"  - executor-networkpolicy.yaml\n", "",
+			[]string{"StatefulSet codemode-executor: no NetworkPolicy admits pods app.kubernetes.io/name=codemode-gateway of this namespace to port ws (8787)",
+				"StatefulSet codemode-executor: no NetworkPolicy admits pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true to port admin (9091)"},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fSys := copyTree(t, "kubernetes")
@@ -198,14 +264,62 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 	}
 }
 
-// The probes' paths are the ones the gateway's admin listener answers, and
-// the base's configuration is ready as it is: its local group starts.
+// operatorToken is what an operator's overlay sets as the admin token.
+const operatorToken = "3n0dV9Jk2cS8pWq4xT7bYf1hLm6rZa5e"
+
+// The probes' paths are the ones the gateway's admin listener answers,
+// with the admin token an operator's overlay sets the way
+// docs/deployment.md says (the Secret patched, the replacement listed
+// again), and the base's configuration is ready as it is: its local group
+// starts.
 func TestBaseProbesAreAnsweredByTheGateway(t *testing.T) {
-	cfg, problems := checkGateway(renderOnDisk(t, "kubernetes/base"))
+	fSys := copyTree(t, "kubernetes")
+	replacement, err := fSys.ReadFile("kubernetes/base/admin-token-replacement.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"my-gateway/admin-token-replacement.yaml": string(replacement),
+		"my-gateway/kustomization.yaml": `resources: [../kubernetes/base]
+patches:
+  - patch: |-
+      apiVersion: v1
+      kind: Secret
+      metadata: {name: codemode-gateway-admin}
+      stringData: {token: ` + operatorToken + `}
+replacements:
+  - path: admin-token-replacement.yaml
+`}
+	for name, text := range files {
+		if err := fSys.WriteFile(name, []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := render(fSys, "my-gateway")
+	if err != nil {
+		t.Fatalf("kustomize build: %v", err)
+	}
+	cfg, problems := checkGateway(m)
 	if len(problems) > 0 {
 		t.Fatal(strings.Join(problems, "\n"))
 	}
-	getenv := func(string) string { return strings.Repeat("k", 48) }
+	var dep workloadSpec
+	if err := m.spec("Deployment", "codemode-gateway", &dep); err != nil {
+		t.Fatal(err)
+	}
+	ctr := containerNamed(&dep.Template.Spec, "gateway")
+	// The pod's environment: the token from the Secret, the other secrets
+	// any long value.
+	getenv := func(name string) string {
+		if name == cfg.Admin.TokenEnv {
+			return operatorToken
+		}
+		return strings.Repeat("k", 48)
+	}
+	cfg, err = config.Parse("gateway.yaml", []byte(mountedFile(t, m)), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatalf("the gateway refused the base's configuration: %v", err)
@@ -213,17 +327,68 @@ func TestBaseProbesAreAnsweredByTheGateway(t *testing.T) {
 	defer gw.Close()
 	srv := httptest.NewServer(gw.AdminHandler())
 	defer srv.Close()
-	for _, p := range []struct{ path, body string }{{"/healthz", "ok\n"}, {"/readyz", "ready\n"}} {
-		resp, err := http.Get(srv.URL + p.path)
+	get := func(path, auth string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || string(body) != p.body {
-			t.Errorf("GET %s: %d %q, want 200 %q", p.path, resp.StatusCode, body, p.body)
+		return resp.StatusCode, string(body)
+	}
+	for _, p := range []struct {
+		probe *probe
+		body  string
+	}{{ctr.ReadinessProbe, "ready\n"}, {ctr.LivenessProbe, "ok\n"}} {
+		h := p.probe.HTTPGet
+		if code, body := get(h.Path, h.HTTPHeaders[0].Value); code != http.StatusOK || body != p.body {
+			t.Errorf("GET %s as the kubelet asks it: %d %q, want 200 %q", h.Path, code, body, p.body)
+		}
+		if code, body := get(h.Path, ""); code != http.StatusUnauthorized || body != gateway.AdminTokenRequired+"\n" {
+			t.Errorf("GET %s without the token: %d %q, want 401 %q", h.Path, code, body, gateway.AdminTokenRequired+"\n")
 		}
 	}
+}
+
+// The base's placeholder token is too short for the gateway: a pod given
+// it does not start, so nobody runs with a token written in this
+// repository.
+func TestBasePlaceholderAdminTokenIsRefused(t *testing.T) {
+	m := renderOnDisk(t, "kubernetes/base")
+	token, err := secretValue(m, "codemode-gateway-admin", "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(name string) string {
+		if name == "GATEWAY_ADMIN_TOKEN" {
+			return token
+		}
+		return strings.Repeat("k", 48)
+	}
+	_, err = config.Parse("/etc/codemode/gateway.yaml", []byte(mountedFile(t, m)), getenv)
+	want := "/etc/codemode/gateway.yaml:16: admin.tokenEnv: environment variable GATEWAY_ADMIN_TOKEN must hold a token of at least 16 bytes; make one with `gateway hash-key --new`"
+	if err == nil || err.Error() != want {
+		t.Fatalf("the base's placeholder token: %v, want %s", err, want)
+	}
+}
+
+// mountedFile is the gateway.yaml of the rendering's one ConfigMap.
+func mountedFile(t *testing.T, m *manifests) string {
+	t.Helper()
+	for _, o := range m.objects {
+		if o.Kind == "ConfigMap" {
+			return o.Data["gateway.yaml"]
+		}
+	}
+	t.Fatal("the manifests hold no ConfigMap")
+	return ""
 }
 
 // copyTree copies dir into an in-memory file system, at the same path.

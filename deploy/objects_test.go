@@ -17,8 +17,9 @@ type object struct {
 		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels"`
 	} `json:"metadata"`
-	Spec json.RawMessage   `json:"spec"`
-	Data map[string]string `json:"data"`
+	Spec       json.RawMessage   `json:"spec"`
+	Data       map[string]string `json:"data"`
+	StringData map[string]string `json:"stringData"`
 }
 
 // workloadSpec is a Deployment's or a StatefulSet's spec.
@@ -97,8 +98,12 @@ type container struct {
 
 type probe struct {
 	HTTPGet *struct {
-		Path string  `json:"path"`
-		Port portRef `json:"port"`
+		Path        string  `json:"path"`
+		Port        portRef `json:"port"`
+		HTTPHeaders []struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		} `json:"httpHeaders"`
 	} `json:"httpGet"`
 }
 
@@ -140,6 +145,34 @@ type pdbSpec struct {
 	Selector       struct {
 		MatchLabels map[string]string `json:"matchLabels"`
 	} `json:"selector"`
+}
+
+// networkPolicySpec is a networking.k8s.io/v1 NetworkPolicy's spec,
+// ingress only: egress is not what these policies limit.
+type networkPolicySpec struct {
+	PodSelector labelSelector `json:"podSelector"`
+	PolicyTypes []string      `json:"policyTypes"`
+	Ingress     []struct {
+		Ports []struct {
+			Port     *portRef `json:"port"`
+			EndPort  *int     `json:"endPort"`
+			Protocol string   `json:"protocol"`
+		} `json:"ports"`
+		From []policyPeer `json:"from"`
+	} `json:"ingress"`
+}
+
+type policyPeer struct {
+	PodSelector       *labelSelector `json:"podSelector"`
+	NamespaceSelector *labelSelector `json:"namespaceSelector"`
+	IPBlock           *struct {
+		CIDR string `json:"cidr"`
+	} `json:"ipBlock"`
+}
+
+type labelSelector struct {
+	MatchLabels      map[string]string `json:"matchLabels"`
+	MatchExpressions []json.RawMessage `json:"matchExpressions"`
 }
 
 // portRef is a port written as a number or as the name of a container's
