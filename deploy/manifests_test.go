@@ -196,10 +196,9 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 			[]string{"Deployment codemode-gateway: admin.tokenEnv GATEWAY_ADMIN_TOKEN: the manifests hold no Secret codemode-gateway"},
 		},
 		{
-			"probes without the admin token", "base", "base/kustomization.yaml",
-			"replacements:\n  - path: admin-token-replacement.yaml\n", "",
-			[]string{"Deployment codemode-gateway: readinessProbe does not carry the token of Secret codemode-gateway-admin as Authorization: Bearer <token>: the admin listener would answer it 401",
-				"Deployment codemode-gateway: livenessProbe does not carry the token of Secret codemode-gateway-admin as Authorization: Bearer <token>: the admin listener would answer it 401"},
+			"a probe carrying the admin token", "base", "base/gateway-deployment.yaml",
+			"              path: /readyz\n", "              path: /readyz\n              httpHeaders: [{name: Authorization, value: Bearer leaked}]\n",
+			[]string{"Deployment codemode-gateway: readinessProbe carries an Authorization header: the probes need no token, and one written there is read by whoever reads the Deployment"},
 		},
 		{
 			"no default deny", "base", "base/networkpolicy.yaml",
@@ -267,19 +266,14 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 // operatorToken is what an operator's overlay sets as the admin token.
 const operatorToken = "3n0dV9Jk2cS8pWq4xT7bYf1hLm6rZa5e"
 
-// The probes' paths are the ones the gateway's admin listener answers,
-// with the admin token an operator's overlay sets the way
-// docs/deployment.md says (the Secret patched, the replacement listed
-// again), and the base's configuration is ready as it is: its local group
+// The probes' paths are the ones the gateway's admin listener answers
+// without a token, under the admin token an operator's overlay sets the
+// way docs/deployment.md says (the Secret patched), which /metrics asks
+// for; and the base's configuration is ready as it is: its local group
 // starts.
 func TestBaseProbesAreAnsweredByTheGateway(t *testing.T) {
 	fSys := copyTree(t, "kubernetes")
-	replacement, err := fSys.ReadFile("kubernetes/base/admin-token-replacement.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string]string{
-		"my-gateway/admin-token-replacement.yaml": string(replacement),
 		"my-gateway/kustomization.yaml": `resources: [../kubernetes/base]
 patches:
   - patch: |-
@@ -287,8 +281,6 @@ patches:
       kind: Secret
       metadata: {name: codemode-gateway-admin}
       stringData: {token: ` + operatorToken + `}
-replacements:
-  - path: admin-token-replacement.yaml
 `}
 	for name, text := range files {
 		if err := fSys.WriteFile(name, []byte(text)); err != nil {
@@ -348,12 +340,15 @@ replacements:
 		body  string
 	}{{ctr.ReadinessProbe, "ready\n"}, {ctr.LivenessProbe, "ok\n"}} {
 		h := p.probe.HTTPGet
-		if code, body := get(h.Path, h.HTTPHeaders[0].Value); code != http.StatusOK || body != p.body {
+		if code, body := get(h.Path, ""); code != http.StatusOK || body != p.body {
 			t.Errorf("GET %s as the kubelet asks it: %d %q, want 200 %q", h.Path, code, body, p.body)
 		}
-		if code, body := get(h.Path, ""); code != http.StatusUnauthorized || body != gateway.AdminTokenRequired+"\n" {
-			t.Errorf("GET %s without the token: %d %q, want 401 %q", h.Path, code, body, gateway.AdminTokenRequired+"\n")
-		}
+	}
+	if code, body := get("/metrics", ""); code != http.StatusUnauthorized || body != gateway.AdminTokenRequired+"\n" {
+		t.Errorf("GET /metrics without the token: %d %q, want 401 %q", code, body, gateway.AdminTokenRequired+"\n")
+	}
+	if code, _ := get("/metrics", "Bearer "+operatorToken); code != http.StatusOK {
+		t.Errorf("GET /metrics with the overlay's token: %d, want 200", code)
 	}
 }
 

@@ -33,7 +33,7 @@ type AdminEndpoints struct {
 // NewAdminHandler serves the operator's endpoints, for a listener of their
 // own: /metrics (Prometheus), /healthz (the process is up), /readyz (it
 // can serve) and, where there is a configuration to re-read, POST /reload,
-// all behind AdminGuard. A GET route answers HEAD too, and a route asked
+// all behind AdminGuard, the probes open without the token. A GET route answers HEAD too, and a route asked
 // with another method answers 405 naming the ones it takes.
 func NewAdminHandler(a AdminEndpoints) http.Handler {
 	token := a.Token
@@ -41,7 +41,7 @@ func NewAdminHandler(a AdminEndpoints) http.Handler {
 		token = func() string { return "" }
 	}
 	r := chi.NewRouter()
-	r.Use(AdminGuard(token), middleware.GetHead)
+	r.Use(AdminGuard(token, "/healthz", "/readyz"), middleware.GetHead)
 	allow := map[string]string{}
 	handle := func(method, path string, h http.Handler) {
 		r.Method(method, path, h)

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -20,12 +21,15 @@ const (
 // "none", or a body type an HTML form can send. A page the operator visits
 // can then not make the browser reload the gateway, even through DNS
 // rebinding. When token returns a non-empty token, every request must also
-// carry it as a bearer credential. token is asked on every request, so a
-// reload that changes it takes effect at once.
-func AdminGuard(token func() string) func(http.Handler) http.Handler {
+// carry it as a bearer credential, except a read (GET or HEAD) of one of
+// the open paths: the probes, which a kubelet sends without a secret and
+// which say no more than whether the process is up and ready. token is
+// asked on every request, so a reload that changes it takes effect at once.
+func AdminGuard(token func() string, open ...string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if want := token(); want != "" && !bearerMatches(r, want) {
+			probe := (r.Method == http.MethodGet || r.Method == http.MethodHead) && slices.Contains(open, r.URL.Path)
+			if want := token(); want != "" && !probe && !bearerMatches(r, want) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-admin"`)
 				w.Header().Set("Connection", "close") // no idle connection after a refusal
 				http.Error(w, AdminTokenRequired, http.StatusUnauthorized)

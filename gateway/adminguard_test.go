@@ -61,12 +61,28 @@ func TestAdminRefusesBrowserRequestsToChangeState(t *testing.T) {
 }
 
 // TestAdminToken: with admin.tokenEnv every endpoint of the admin listener
-// asks for the token, reads included.
+// asks for the token, reads of /metrics included, but the probes: a
+// kubelet reads /healthz and /readyz without a secret.
 func TestAdminToken(t *testing.T) {
 	e := start(t, func(y string) string {
 		return strings.Replace(y, "listen: 127.0.0.1:0\n", "listen: 127.0.0.1:0\nadmin:\n  tokenEnv: TEST_ADMIN_TOKEN\n", 1)
 	})
-	for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+	for _, path := range []string{"/healthz", "/readyz"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			if status, _ := adminCall(t, method, e.admin+path, nil); status != http.StatusOK {
+				t.Errorf("%s %s without the token answered %d, want 200", method, path, status)
+			}
+		}
+		// Only reads are open: any other method still needs the token.
+		status, body := adminCall(t, http.MethodPost, e.admin+path, nil)
+		if status != http.StatusUnauthorized || body != gateway.AdminTokenRequired+"\n" {
+			t.Errorf("POST %s without the token answered %d %q", path, status, body)
+		}
+	}
+	if status, body := adminCall(t, http.MethodPost, e.admin+"/reload", nil); status != http.StatusUnauthorized || body != gateway.AdminTokenRequired+"\n" {
+		t.Errorf("POST /reload without the token answered %d %q", status, body)
+	}
+	for _, path := range []string{"/metrics"} {
 		for _, auth := range []string{"", "Bearer wrong-token-0123456789", "Basic " + adminToken} {
 			status, body := adminCall(t, http.MethodGet, e.admin+path, http.Header{"Authorization": {auth}})
 			if status != http.StatusUnauthorized || body != gateway.AdminTokenRequired+"\n" {
