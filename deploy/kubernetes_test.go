@@ -379,8 +379,17 @@ func (c *checker) executors(m *manifests, b config.Backend, policies []namedPoli
 	c.listener(where, ctr, "admin", "--admin-listen", admin)
 	c.probes(where, ctr)
 	c.unprivileged(where, pod, ctr)
-	// Only the gateways call members; their admin listener takes no token,
-	// so the policy is all that keeps it to Prometheus.
+	// The admin listener's /metrics asks a token from a Secret, as the
+	// gateway's does.
+	if env, ok := flag(ctr.Args, "admin-token-env"); !ok || env == "" {
+		c.add("%s sets no --admin-token-env: any pod that reaches its admin listener reads its metrics", where)
+	} else if ref := ctr.secretEnv()[env]; ref == "" {
+		c.add("%s: --admin-token-env %s does not come from a Secret", where, env)
+	} else {
+		c.adminToken(m, where, ctr, env, ref)
+	}
+	// Only the gateways call members, and only Prometheus reads their
+	// admin listener.
 	gatewayPeer := describe(policyPeer{PodSelector: &labelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": gatewayLabels["app.kubernetes.io/name"]}}})
 	c.admitsOnly(where, policies, sts.Template.Metadata.Labels, ctr, "ws", gatewayPeer)
 	c.admitsOnly(where, policies, sts.Template.Metadata.Labels, ctr, "admin", monitoringPeer)

@@ -226,6 +226,16 @@ func TestManifestChecksCatchEachMismatch(t *testing.T) {
 			[]string{"Deployment codemode-gateway: no NetworkPolicy admits pods app.kubernetes.io/name=prometheus in namespaces codemode-gateway/scrape=true to port admin (9090)"},
 		},
 		{
+			"executors' metrics without a token", "overlays/remote-group", "executor/executor-statefulset.yaml",
+			"            - --admin-token-env=EXECUTOR_ADMIN_TOKEN\n", "",
+			[]string{"StatefulSet codemode-executor sets no --admin-token-env: any pod that reaches its admin listener reads its metrics"},
+		},
+		{
+			"executors' admin token not from a Secret", "overlays/remote-group", "executor/executor-statefulset.yaml",
+			"            - --admin-token-env=EXECUTOR_ADMIN_TOKEN\n", "            - --admin-token-env=SOMETHING_ELSE\n",
+			[]string{"StatefulSet codemode-executor: --admin-token-env SOMETHING_ELSE does not come from a Secret"},
+		},
+		{
 			"executors open to every pod", "overlays/remote-group", "executor/executor-networkpolicy.yaml",
 			"      from:\n        - podSelector:\n            matchLabels:\n              app.kubernetes.io/name: codemode-gateway\n", "",
 			[]string{"StatefulSet codemode-executor: NetworkPolicy codemode-executor admits anyone to port ws (8787); admit only pods app.kubernetes.io/name=codemode-gateway of this namespace"},

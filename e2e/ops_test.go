@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -455,5 +456,31 @@ func TestExecutorServerAdminEndpoints(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("POST /reload on an executor server answered %d", resp.StatusCode)
+	}
+}
+
+// TestExecutorServerAdminToken: with --admin-token-env the executor
+// server's /metrics asks for the token, and the probes answer without it.
+func TestExecutorServerAdminToken(t *testing.T) {
+	const token = "exec-admin-token-0123456789"
+	t.Setenv("CODEMODE_EXEC_ADMIN_TOKEN", token)
+	_, admin := startExecutorServerWithAdmin(t, "--admin-token-env", "CODEMODE_EXEC_ADMIN_TOKEN")
+	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
+		if code, body := testutil.Get(t, admin+path); code != 200 || body != want {
+			t.Errorf("%s without the token answered %d %q, want 200 %q", path, code, body, want)
+		}
+	}
+	if code, body := testutil.Get(t, admin+"/metrics"); code != http.StatusUnauthorized || body != gateway.AdminTokenRequired+"\n" {
+		t.Errorf("/metrics without the token answered %d %q", code, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, admin+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/metrics with the token answered %d", resp.StatusCode)
 	}
 }

@@ -161,9 +161,10 @@ func (s *ExecutorServer) drainEnded(ctx context.Context) error {
 
 // AdminHandler serves the executor server's operator endpoints
 // (NewAdminHandler): /readyz passes until Drain. It has no configuration
-// file, so no /reload.
-func (s *ExecutorServer) AdminHandler() http.Handler {
-	return NewAdminHandler(AdminEndpoints{Registry: s.reg, NotReady: func() string {
+// file, so no /reload. A non-empty token is asked of every request but the
+// probes' reads.
+func (s *ExecutorServer) AdminHandler(token string) http.Handler {
+	return NewAdminHandler(AdminEndpoints{Registry: s.reg, Token: func() string { return token }, NotReady: func() string {
 		if s.draining.Load() {
 			return "draining"
 		}

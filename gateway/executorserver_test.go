@@ -35,7 +35,7 @@ func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
 		t.Fatalf("%d execution lines, want 1, in:\n%s", n, logs.String())
 	}
 
-	admin := httptest.NewServer(srv.AdminHandler())
+	admin := httptest.NewServer(srv.AdminHandler(""))
 	defer admin.Close()
 	readyz := func() (int, string) { return testutil.Get(t, admin.URL+"/readyz") }
 	if code, body := readyz(); code != 200 || body != "ready\n" {

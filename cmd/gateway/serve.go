@@ -271,6 +271,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:8787", "address to listen on (port 0 picks a free one)")
 	path := fs.String("path", "/", "the route that serves ExecutorApi")
 	admin := fs.String("admin-listen", "", "address of the admin listener (/healthz, /readyz, /metrics); keep it off the callers' network (default: none)")
+	adminTokenEnv := fs.String("admin-token-env", "", "the `name` of an environment variable holding a token (at least 16 bytes) that /metrics on the admin listener asks for as Authorization: Bearer <token>; the probes need none")
 	var hashes keyHashes
 	fs.Var(&hashes, "key-hash", "the `hash` of an API key (printed by gateway hash-key) a caller must present as Authorization: Bearer <key>; repeatable")
 	noAuth := fs.Bool("insecure-no-auth", false, "serve without credentials on a non-loopback address (never do this on a shared network)")
@@ -293,6 +294,11 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
+	adminToken, err := adminTokenFrom(*adminTokenEnv)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway serve:", err)
+		return 2
+	}
 	var keys *auth.APIKeys
 	if len(hashes) > 0 {
 		var err error
@@ -346,7 +352,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	idle := time.Duration(config.DefaultIdleTimeout)
-	adminSrv, err := serveAdmin(*admin, nil, exec.AdminHandler(), idle, stdout, "text")
+	adminSrv, err := serveAdmin(*admin, nil, exec.AdminHandler(adminToken), idle, stdout, "text")
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve: admin listener:", err)
 		return 1
@@ -471,4 +477,20 @@ key printed.`)
 		fmt.Fprintln(stdout, h)
 	}
 	return 0
+}
+
+// adminTokenFrom reads the executor server's admin token from the
+// environment variable name; none when name is empty.
+func adminTokenFrom(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	token := os.Getenv(name)
+	switch {
+	case token == "":
+		return "", fmt.Errorf("--admin-token-env: environment variable %s is not set; it must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", name)
+	case len(token) < 16:
+		return "", fmt.Errorf("--admin-token-env: environment variable %s must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", name)
+	}
+	return token, nil
 }
