@@ -445,18 +445,28 @@ func TestExecutorServerAdminEndpoints(t *testing.T) {
 	// an executor server has no configuration to reload.
 	// (No body type: the admin guard refuses the ones a browser's form
 	// could send before any route is looked up.)
-	req, err := http.NewRequest(http.MethodPost, admin+"/reload", nil)
+	if status := adminStatus(t, http.MethodPost, admin+"/reload", ""); status != http.StatusNotFound {
+		t.Fatalf("POST /reload on an executor server answered %d", status)
+	}
+}
+
+// adminStatus is the status an admin listener answers method on url with,
+// with auth as the Authorization header when it is not empty.
+func adminStatus(t *testing.T, method, url, auth string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("POST /reload on an executor server answered %d", resp.StatusCode)
-	}
+	return resp.StatusCode
 }
 
 // TestExecutorServerAdminToken: with --admin-token-env the executor
@@ -473,14 +483,7 @@ func TestExecutorServerAdminToken(t *testing.T) {
 	if code, body := testutil.Get(t, admin+"/metrics"); code != http.StatusUnauthorized || body != gateway.AdminTokenRequired+"\n" {
 		t.Errorf("/metrics without the token answered %d %q", code, body)
 	}
-	req, _ := http.NewRequest(http.MethodGet, admin+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("/metrics with the token answered %d", resp.StatusCode)
+	if status := adminStatus(t, http.MethodGet, admin+"/metrics", "Bearer "+token); status != http.StatusOK {
+		t.Errorf("/metrics with the token answered %d", status)
 	}
 }
