@@ -152,11 +152,7 @@ func TestDiscoveredMembersFollowTheName(t *testing.T) {
 	port, v4, v6 := loopbackPair(t)
 	r := &fakeResolver{}
 	r.answer(nil, "127.0.0.1")
-	g, err := New(discoverConfig(t, "executors.test", port, ", interval: 1h"), Options{Resolver: r, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newGateway(t, discoverConfig(t, "executors.test", port, ", interval: 1h"), Options{Resolver: r})
 	grp := g.groups["pool"]
 	a4 := fmt.Sprintf("ws://127.0.0.1:%d/", port)
 	a6 := fmt.Sprintf("ws://[::1]:%d/", port)
@@ -209,22 +205,7 @@ func TestDiscoveredMembersFollowTheName(t *testing.T) {
 	if closed := v4.Closed(); len(closed) != 1 {
 		t.Fatalf("the removed member closed %v, want the grant's execution", closed)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		grp.mu.Lock()
-		_, retired = grp.retired[a]
-		grp.mu.Unlock()
-		g.handles.mu.RLock()
-		known := g.handles.members[a.name] != nil
-		g.handles.mu.RUnlock()
-		if !retired && !known {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the removed member was not closed after its last handle closed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForgotten(t, g, grp, a)
 }
 
 // A failed resolution keeps the members; an answer with no address keeps
@@ -236,11 +217,7 @@ func TestDiscoveryKeepsMembersThroughFailures(t *testing.T) {
 	r := &fakeResolver{}
 	r.answer(nil, "127.0.0.1")
 	logs := &logLines{}
-	g, err := New(discoverConfig(t, "executors.test", port, ", interval: 1h, emptyGrace: 1m"), Options{Resolver: r, Logger: slog.New(logs)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newGateway(t, discoverConfig(t, "executors.test", port, ", interval: 1h, emptyGrace: 1m"), Options{Resolver: r, Logger: slog.New(logs)})
 	grp := g.groups["pool"]
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	grp.discovery.now = func() time.Time { return now }
@@ -303,7 +280,7 @@ func TestDiscoveryKeepsMembersThroughFailures(t *testing.T) {
 	if want := "the executor servers' name has resolved to no address for emptyGrace; the group has no members until it resolves again"; logs.last() != want {
 		t.Fatalf("logged %q, want %q", logs.last(), want)
 	}
-	_, err = app.Execute(ctx, &protocol.ExecuteRequest{Code: "result:2"})
+	_, err := app.Execute(ctx, &protocol.ExecuteRequest{Code: "result:2"})
 	if protocol.CodeOf(err) != protocol.CodeQueueOverflow || err.Error() != protocol.NewNoExecutorError().Error() {
 		t.Fatalf("an execution on the empty group: %v, want %s %q", err, protocol.CodeQueueOverflow, protocol.NewNoExecutorError())
 	}
@@ -327,11 +304,7 @@ func TestReloadOfADiscoveredGroup(t *testing.T) {
 	port, _, _ := loopbackPair(t)
 	r := &fakeResolver{}
 	r.answer(nil, "127.0.0.1")
-	g, err := New(discoverConfig(t, "executors.test", port, ", interval: 1h"), Options{Resolver: r, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newGateway(t, discoverConfig(t, "executors.test", port, ", interval: 1h"), Options{Resolver: r})
 	grp := g.groups["pool"]
 	r.answer(nil, "127.0.0.1", "::1")
 	if err := g.Reload(discoverConfig(t, "executors.test", port, ", interval: 2h")); err != nil {
@@ -348,7 +321,7 @@ func TestReloadOfADiscoveredGroup(t *testing.T) {
 	if iv := grp.discovery.settings.Load().Interval; iv != config.Duration(2*time.Hour) {
 		t.Fatalf("the interval is %v after the reload, want 2h", iv.Std())
 	}
-	err = g.Reload(remoteGroupConfig(t, "1h", want[0]))
+	err := g.Reload(remoteGroupConfig(t, "1h", want[0]))
 	if w := "backends (other than the members of a remote group) changed, which takes a restart"; err == nil || err.Error() != w {
 		t.Fatalf("turning discovery into a list: %v, want %q", err, w)
 	}
@@ -374,11 +347,7 @@ func TestDiscoveryWithTheSystemResolver(t *testing.T) {
 		}
 	}
 	slices.Sort(want) // 127.0.0.1 sorts before ::1, as the members do
-	g, err := New(discoverConfig(t, "localhost", port, ""), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newGateway(t, discoverConfig(t, "localhost", port, ""), Options{})
 	if got := urls(g.groups["pool"]); !slices.Equal(got, want) {
 		t.Fatalf("the members are %v, want %v", got, want)
 	}

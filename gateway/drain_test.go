@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -50,11 +48,7 @@ func drainingServer(t *testing.T) (string, *drainingRecorder) {
 func TestDrainingMemberGetsNoNewRuns(t *testing.T) {
 	urlA, recA := drainingServer(t)
 	urlB, recB := drainingServer(t)
-	g, err := New(remoteGroupConfig(t, "1h", urlA, urlB), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newGateway(t, remoteGroupConfig(t, "1h", urlA, urlB), Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	app := g.state.Load().tenants["app"]

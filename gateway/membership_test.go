@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 	"github.com/supolka/codemode-gateway/protocol/executortest"
@@ -24,6 +25,36 @@ func recorderServer(t *testing.T) (string, *executortest.Recorder) {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/", rec
+}
+
+// newGateway is New(cfg, o), with a silent logger unless o names one,
+// closed when the test ends.
+func newGateway(t *testing.T, cfg *config.Config, o Options) *Gateway {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	g, err := New(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// waitForgotten waits until grp keeps m no longer as a retired member and
+// the handles' table no longer knows m's name: m was closed.
+func waitForgotten(t *testing.T, g *Gateway, grp *group, m *member) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, func() bool {
+		grp.mu.Lock()
+		_, retired := grp.retired[m]
+		grp.mu.Unlock()
+		g.handles.mu.RLock()
+		known := g.handles.members[m.name] != nil
+		g.handles.mu.RUnlock()
+		return !retired && !known
+	}, "the removed member to be closed after its last handle closed")
 }
 
 func remoteGroupConfig(t *testing.T, interval string, members ...string) *config.Config {
@@ -51,11 +82,7 @@ routes:
 func TestRemovedMemberClosesWhenItsHandlesDo(t *testing.T) {
 	urlA, recA := recorderServer(t)
 	urlB, _ := recorderServer(t)
-	g, err := New(remoteGroupConfig(t, "1h", urlA), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newGateway(t, remoteGroupConfig(t, "1h", urlA), Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	app := g.state.Load().tenants["app"]
@@ -87,22 +114,7 @@ func TestRemovedMemberClosesWhenItsHandlesDo(t *testing.T) {
 	if closed := recA.Closed(); len(closed) != 1 {
 		t.Fatalf("the removed member closed %v", closed)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		grp.mu.Lock()
-		_, retired = grp.retired[a]
-		grp.mu.Unlock()
-		g.handles.mu.RLock()
-		known := g.handles.members[a.name] != nil
-		g.handles.mu.RUnlock()
-		if !retired && !known {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the removed member was not closed after its last handle closed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForgotten(t, g, grp, a)
 	// Its executor is closed: a call on it fails at once.
 	if _, err := a.exec.Execute(ctx, &protocol.ExecuteRequest{Code: "result:1"}); protocol.CodeOf(err) != protocol.CodeConnectionBroken {
 		t.Fatalf("the removed member's executor answered %v", err)
@@ -113,12 +125,8 @@ func TestRemovedMemberClosesWhenItsHandlesDo(t *testing.T) {
 // backends.
 func TestReloadRefusesOtherBackendChanges(t *testing.T) {
 	urlA, _ := recorderServer(t)
-	g, err := New(remoteGroupConfig(t, "1h", urlA), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	err = g.Reload(remoteGroupConfig(t, "2h", urlA))
+	g := newGateway(t, remoteGroupConfig(t, "1h", urlA), Options{})
+	err := g.Reload(remoteGroupConfig(t, "2h", urlA))
 	if want := "backends (other than the members of a remote group) changed, which takes a restart"; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}

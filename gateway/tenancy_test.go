@@ -68,12 +68,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return g
+	return newGateway(t, cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 }
 
 // parkedRun starts one of tenant's executions that waits in a tool call
