@@ -32,21 +32,9 @@ const (
 )
 
 func wireFloodConfig(hash string) string {
-	return fmt.Sprintf(`listen: 127.0.0.1:0
-log: {format: json}
-limits: {wireMemoryMB: %d}
-backends:
-  - name: local
-    type: local
-    local: {minWorkers: 2, maxWorkers: 2}
-tenants:
-  - name: alpha
-    backend: local
-    keys: [{name: alpha-key, hash: %s}]
-routes:
-  - path: /v1/executor
-    kind: executor
-`, floodWireMB, hash)
+	c := oneTenantConfig(hash)
+	c = strings.Replace(c, "drainTimeout: 20s\n", fmt.Sprintf("drainTimeout: 20s\nlimits: {wireMemoryMB: %d}\n", floodWireMB), 1)
+	return strings.Replace(c, "local: {maxWorkers: 2}", "local: {minWorkers: 2, maxWorkers: 2}", 1)
 }
 
 // TestWireFloodIsBoundedAndCostsOnlyTheFlooder: while ten runs of one
