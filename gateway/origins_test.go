@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"testing"
 
@@ -10,12 +11,14 @@ import (
 	"github.com/supolka/codemode-gateway/internal/testutil"
 )
 
-// allowedOrigins takes full origins (scheme compared) beside host patterns
-// (any scheme), and every refused origin is logged with its route.
-func TestAllowedOriginsAsBrowsersSendThem(t *testing.T) {
+// serveOrigins serves one tenant's executor route with originKey (one
+// line of the route's keys), returning the tenant's key, the server and
+// its log.
+func serveOrigins(t *testing.T, originKey string) (string, *httptest.Server, *testutil.Buffer) {
+	t.Helper()
 	key := auth.NewAPIKey()
 	hash, _ := auth.HashAPIKey(key)
-	var logs testutil.Buffer
+	logs := &testutil.Buffer{}
 	_, hs, _ := serveConfig(t, fmt.Sprintf(`listen: 127.0.0.1:0
 backends: [{name: local, type: local, local: {maxWorkers: 1}}]
 tenants:
@@ -23,8 +26,15 @@ tenants:
 routes:
   - path: /v1/executor
     kind: executor
-    allowedOrigins: ["http://127.0.0.1:8000", "*.example.com", "HTTPS://Upper.Example.ORG"]
-`, hash), &logs)
+    %s
+`, hash, originKey), logs)
+	return key, hs, logs
+}
+
+// allowedOrigins takes full origins (scheme compared) beside host patterns
+// (any scheme), and every refused origin is logged with its route.
+func TestAllowedOriginsAsBrowsersSendThem(t *testing.T) {
+	key, hs, logs := serveOrigins(t, `allowedOrigins: ["http://127.0.0.1:8000", "*.example.com", "HTTPS://Upper.Example.ORG"]`)
 	for _, c := range []struct {
 		origin string
 		want   int
@@ -56,18 +66,7 @@ routes:
 // allowAnyOrigin lets a page of any origin connect, but never the opaque
 // origin "null" of a file:// or sandboxed page.
 func TestAllowAnyOriginLetsEveryOriginButNull(t *testing.T) {
-	key := auth.NewAPIKey()
-	hash, _ := auth.HashAPIKey(key)
-	var logs testutil.Buffer
-	_, hs, _ := serveConfig(t, fmt.Sprintf(`listen: 127.0.0.1:0
-backends: [{name: local, type: local, local: {maxWorkers: 1}}]
-tenants:
-  - {name: acme, backend: local, keys: [{name: k, hash: %s}]}
-routes:
-  - path: /v1/executor
-    kind: executor
-    allowAnyOrigin: true
-`, hash), &logs)
+	key, hs, _ := serveOrigins(t, "allowAnyOrigin: true")
 	for origin, want := range map[string]int{"https://evil.test": 101, "http://127.0.0.1:8000": 101, "https://[::1]:8443": 101, "null": 403} {
 		header := http.Header{"Authorization": {"Bearer " + key}, "Origin": {origin}}
 		if got := upgradeStatus(t, hs.URL+"/v1/executor", header); got != want {
