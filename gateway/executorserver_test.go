@@ -20,13 +20,7 @@ import (
 // its readiness fails once it is told to stop.
 func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
 	var logs testutil.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	pool, err := local.New(local.Options{MaxWorkers: 1, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
-	defer srv.Close()
+	srv := executorServer(t, 1, &logs)
 	if _, err := srv.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "async () => { throw new Error('x') }"}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,19 +48,10 @@ func TestExecutorServerLogsEachExecutionAndStops(t *testing.T) {
 // result and keeps serving a retained execution, and its drain ends only
 // when both are done.
 func TestExecutorServerDrainWaitsForRunsAndHandles(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool, err := local.New(local.Options{MaxWorkers: 2, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
-	defer srv.Close()
+	srv := executorServer(t, 2, io.Discard)
 	ctx := testCtx(t)
 
-	grant, err := srv.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => (req) => new Response("held")`, RetainHandles: true})
-	if err != nil || grant.ExecutionID == "" {
-		t.Fatalf("no grant: %+v, %v", grant, err)
-	}
+	id := holdHandle(t, ctx, srv)
 	inTool, release := make(chan struct{}), make(chan struct{})
 	held := make(chan *protocol.ExecuteResult, 1)
 	go func() {
@@ -94,7 +79,7 @@ func TestExecutorServerDrainWaitsForRunsAndHandles(t *testing.T) {
 		_, err := srv.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 1"})
 		return err != nil
 	}, "a new execution to be refused")
-	_, err = srv.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 1"})
+	_, err := srv.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 1"})
 	if err == nil || err.Error() != protocol.NewExecutorDrainingError().Error() || !protocol.CodeOf(err).Retryable() || !protocol.IsExecutorDraining(err) {
 		t.Fatalf("a new execution while draining: %v (code %q), want the retryable draining refusal", err, protocol.CodeOf(err))
 	}
@@ -103,7 +88,7 @@ func TestExecutorServerDrainWaitsForRunsAndHandles(t *testing.T) {
 	if res := <-held; res == nil || res.ResultJSON != `"finished: yes"` {
 		t.Fatalf("the execution in flight ended with %+v", res)
 	}
-	resp, err := srv.InvokeHandle(ctx, grant.ExecutionID, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://app.example/"})
+	resp, err := srv.InvokeHandle(ctx, id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://app.example/"})
 	if err != nil || string(resp.Body) != "held" {
 		t.Fatalf("the retained execution while draining: %+v, %v", resp, err)
 	}
@@ -112,7 +97,7 @@ func TestExecutorServerDrainWaitsForRunsAndHandles(t *testing.T) {
 		t.Fatalf("the drain ended (%v) while a retained execution was held", err)
 	default:
 	}
-	if err := srv.CloseHandles(ctx, grant.ExecutionID); err != nil {
+	if err := srv.CloseHandles(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-drained; err != nil {
@@ -123,20 +108,36 @@ func TestExecutorServerDrainWaitsForRunsAndHandles(t *testing.T) {
 // A drain whose bound passes while a retained execution is held returns
 // the bound's error, so that the caller closes what is left.
 func TestExecutorServerDrainStopsAtItsBound(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool, err := local.New(local.Options{MaxWorkers: 1, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
-	defer srv.Close()
-	grant, err := srv.Execute(testCtx(t), &protocol.ExecuteRequest{Code: `async () => (req) => new Response("held")`, RetainHandles: true})
-	if err != nil || grant.ExecutionID == "" {
-		t.Fatalf("no grant: %+v, %v", grant, err)
-	}
+	srv := executorServer(t, 1, io.Discard)
+	holdHandle(t, testCtx(t), srv)
 	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
 	defer cancel()
 	if err := srv.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Drain with a retained execution held past its bound: %v, want context.DeadlineExceeded", err)
 	}
+}
+
+// executorServer is an executor server on a local backend of maxWorkers
+// worker processes, logging to w, closed when the test ends.
+func executorServer(t *testing.T, maxWorkers int, w io.Writer) *gateway.ExecutorServer {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(w, nil))
+	pool, err := local.New(local.Options{MaxWorkers: maxWorkers, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// holdHandle grants a retained execution on srv whose handler answers
+// "held", and returns its executionId.
+func holdHandle(t *testing.T, ctx context.Context, srv *gateway.ExecutorServer) string {
+	t.Helper()
+	grant, err := srv.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => (req) => new Response("held")`, RetainHandles: true})
+	if err != nil || grant.ExecutionID == "" {
+		t.Fatalf("no grant: %+v, %v", grant, err)
+	}
+	return grant.ExecutionID
 }
