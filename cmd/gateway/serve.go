@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -486,11 +487,8 @@ func adminTokenFrom(name string) (string, error) {
 		return "", nil
 	}
 	token := os.Getenv(name)
-	switch {
-	case token == "":
-		return "", fmt.Errorf("--admin-token-env: environment variable %s is not set; it must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", name)
-	case len(token) < 16:
-		return "", fmt.Errorf("--admin-token-env: environment variable %s must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", name)
+	if msg := config.AdminTokenProblem(name, token); msg != "" {
+		return "", errors.New("--admin-token-env: " + msg)
 	}
 	return token, nil
 }

@@ -64,13 +64,35 @@ func (v *validator) notNegative(path string, n int64) {
 // all, as every other …Env key does: an operator who exported it in
 // another shell needs to hear that, not that it is too short.
 func (v *validator) secretLength(path, env string, n int, must string, min int) {
-	switch {
-	case n == 0:
-		v.add(path, "environment variable %s is not set; it %s", env, must)
-	case n < min:
-		v.add(path, "environment variable %s %s", env, must)
+	if msg := secretProblem(env, n, must, min); msg != "" {
+		v.add(path, "%s", msg)
 	}
 }
+
+// secretProblem is what is wrong with a secret of n bytes read from the
+// environment variable env that must be min bytes long, or "".
+func secretProblem(env string, n int, must string, min int) string {
+	switch {
+	case n == 0:
+		return fmt.Sprintf("environment variable %s is not set; it %s", env, must)
+	case n < min:
+		return fmt.Sprintf("environment variable %s %s", env, must)
+	}
+	return ""
+}
+
+// AdminTokenProblem is what is wrong with an admin listener's token read
+// from the environment variable env (admin.tokenEnv, or an executor
+// server's --admin-token-env), or "".
+func AdminTokenProblem(env, token string) string {
+	return secretProblem(env, len(token), adminTokenRule, minAdminToken)
+}
+
+// An admin token's rule.
+const (
+	minAdminToken  = 16
+	adminTokenRule = "must hold a token of at least 16 bytes; make one with `gateway hash-key --new`"
+)
 
 // namePattern is what tenant and backend names may be: they appear in logs,
 // metrics labels and executionIds.
@@ -117,7 +139,7 @@ func (v *validator) validate(c *Config) {
 	}
 	if env := c.Admin.TokenEnv; env != "" {
 		c.Admin.Token = v.getenv(env)
-		v.secretLength("admin.tokenEnv", env, len(c.Admin.Token), "must hold a token of at least 16 bytes; make one with `gateway hash-key --new`", 16)
+		v.secretLength("admin.tokenEnv", env, len(c.Admin.Token), adminTokenRule, minAdminToken)
 	}
 	v.tls("tls", c, c.TLS)
 	v.tls("admin.tls", c, c.Admin.TLS)
