@@ -127,9 +127,11 @@ func New(inner net.Listener, o Options) *Listener {
 // there is no bound.
 func (l *Listener) MaxOpen() int { return l.maxOpen }
 
-// Accept waits until there is room under the descriptor bound, then
-// accepts, closing an unauthenticated connection when there are too many:
-// the oldest silent one, or the oldest when none is silent.
+// Accept waits until there is room under the descriptor bound (and, at
+// MaxSpoken connections that spoke, until the oldest has had SpokenGrace),
+// then accepts, closing an unauthenticated connection when there are too
+// many: the oldest silent one past MaxUnauthenticated, else the oldest
+// that spoke past MaxSpoken.
 func (l *Listener) Accept() (net.Conn, error) {
 	l.mu.Lock()
 	for !l.closed {
@@ -161,6 +163,11 @@ func (l *Listener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	tc := &Conn{Conn: c, l: l, since: time.Now()}
+	// A client that sent its request before the accept (all of them, where
+	// the kernel defers accepts) has spoken already: the flood accepted
+	// after it must not make it the oldest silent connection before the
+	// server's first read. (Asked before the lock: it is a system call.)
+	spoke := hasPending(c)
 	var evicted *Conn
 	l.mu.Lock()
 	l.open++
@@ -172,14 +179,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 		from = &l.spoken
 	}
 	if from != nil {
-		evicted = from.Remove(from.Front()).(*Conn)
-		evicted.elem, evicted.in = nil, nil
+		evicted = from.Front().Value.(*Conn)
+		evicted.leaveLocked()
 	}
-	// A client that sent its request before the accept (all of them, where
-	// the kernel defers accepts) has spoken already: the flood accepted
-	// after it must not make it the oldest silent connection before the
-	// server's first read.
-	if hasPending(c) {
+	if spoke {
 		tc.spoke.Store(true)
 		tc.elem, tc.in = l.spoken.PushBack(tc), &l.spoken
 	} else {
