@@ -301,17 +301,17 @@ func (g *group) candidates() []*member {
 		}
 	}
 	if len(out) == 0 {
-		for _, m := range members {
-			if !m.draining() {
-				out = append(out, m)
-			}
-		}
+		// None takes runs: try each, those draining last (asked once
+		// each: a member may start draining meanwhile).
+		var draining []*member
 		for _, m := range members {
 			if m.draining() {
+				draining = append(draining, m)
+			} else {
 				out = append(out, m)
 			}
 		}
-		return out
+		return append(out, draining...)
 	}
 	// Insertion sort: groups are small.
 	for i := 1; i < len(out); i++ {
