@@ -35,7 +35,7 @@ type memberSessions struct {
 }
 
 type tenantSession struct {
-	settings string // the TenantPolicyHeader it sent
+	policy MemberPolicy // the settings it sent (TenantPolicyHeader)
 	exec     *remote.Executor
 }
 
@@ -46,11 +46,11 @@ func newMemberSessions(url string, opts remote.Options, policyOf func(string) Me
 // of is tenant's session, made (it dials on first use) when there is none
 // with the tenant's current settings.
 func (s *memberSessions) of(tenant string) *remote.Executor {
-	settings := s.policyOf(tenant).header()
+	policy := s.policyOf(tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.byTenant[tenant]
-	if ok && cur.settings == settings {
+	if ok && cur.policy == policy {
 		return cur.exec
 	}
 	if s.closed {
@@ -64,10 +64,10 @@ func (s *memberSessions) of(tenant string) *remote.Executor {
 		h = http.Header{}
 	}
 	h.Set(TenantHeader, tenant)
-	h.Set(TenantPolicyHeader, settings)
+	h.Set(TenantPolicyHeader, policy.header())
 	opts := s.opts
 	opts.Header = h
-	ts := tenantSession{settings: settings, exec: remote.New(s.url, opts)}
+	ts := tenantSession{policy: policy, exec: remote.New(s.url, opts)}
 	s.byTenant[tenant] = ts
 	return ts.exec
 }
