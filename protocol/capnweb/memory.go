@@ -193,10 +193,17 @@ func (s *Session) accountReserved(n int64) func() {
 	if s.opts.Memory == nil || s.ended {
 		return nil
 	}
+	rest := s.takeReserved(n)
+	s.held += n - rest
+	return s.account(rest)
+}
+
+// takeReserved takes what it can of n bytes from the reader's reservation
+// and returns the rest, which is not charged yet. Caller holds s.mu.
+func (s *Session) takeReserved(n int64) (rest int64) {
 	m := min(n, s.reserved)
 	s.reserved -= m
-	s.held += m
-	return s.account(n - m)
+	return n - m
 }
 
 // chargeWhile charges n bytes (a call's decoded arguments) from the
@@ -207,9 +214,7 @@ func (s *Session) chargeWhile(n int64) (done func()) {
 	if b == nil || s.ended {
 		return func() {}
 	}
-	m := min(n, s.reserved)
-	s.reserved -= m
-	if victim, held := b.charge(s, n-m); victim != nil {
+	if victim, held := b.charge(s, s.takeReserved(n)); victim != nil {
 		go victim.protocolError(&ProtocolError{Reason: MemoryBudgetText(b.limit, held)})
 	}
 	var once sync.Once
