@@ -36,7 +36,7 @@ type memberSessions struct {
 
 type tenantSession struct {
 	policy MemberPolicy // the settings it sent (TenantPolicyHeader)
-	exec     *remote.Executor
+	exec   *remote.Executor
 }
 
 func newMemberSessions(url string, opts remote.Options, policyOf func(string) MemberPolicy) *memberSessions {
