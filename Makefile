@@ -11,7 +11,7 @@ BIN     := bin/gateway
 .PHONY: all build run test vet lint bench fuzz clean deps interop-deps e2e-deps peers-deps e2e
 
 # npm packages for the tests that run the real capnweb JavaScript library.
-INTEROP := protocol/capnweb/interop
+INTEROP := capnweb/interop
 E2E     := e2e
 # The executor servers the capacity benchmark compares the gateway with
 # (isolated-vm, a native addon): make bench only, never make test.
@@ -94,7 +94,7 @@ lint: vet
 BENCHTIME ?= 1s
 bench: build interop-deps e2e-deps peers-deps
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
-	CAPNWEB_BENCH=1 $(GO) test -count=1 -run '^TestBenchReport$$' -v ./protocol/capnweb/
+	CAPNWEB_BENCH=1 $(GO) test -count=1 -run '^TestBenchReport$$' -v ./capnweb/
 	CRYPTO_BENCH=1 $(GO) test -count=1 -run '^TestCryptoBenchReport$$' -v ./backends/local/internal/webplatform/
 	cd $(E2E) && node bench-executors.mjs ../$(BIN)
 	cd $(E2E) && node bench-capacity.mjs ../$(BIN)

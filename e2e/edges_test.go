@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
+	"github.com/supolka/codemode-gateway/capnweb"
 )
 
 // TestReloadCommandSendsTheAdminToken: with admin.tokenEnv set, `gateway

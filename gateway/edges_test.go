@@ -8,8 +8,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // TestSameOriginComparesTheScheme: a page on the gateway's host is of the

@@ -23,9 +23,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // Options are the parts of a gateway that are not configuration.

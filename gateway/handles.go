@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // handleRoutes finds the backend member that holds a granted execution's

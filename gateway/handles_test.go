@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // The tests of retained executions through the gateway: pins route handles

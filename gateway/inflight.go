@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
+	"github.com/supolka/codemode-gateway/capnweb"
 )
 
 // inFlightCount counts the executions a tenant or a member runs, and tells a

@@ -15,10 +15,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/connlimit"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
 

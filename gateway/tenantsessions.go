@@ -9,9 +9,9 @@ import (
 	"sync"
 
 	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // memberSessions are a remote member's sessions: one per tenant, each

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // Client calls ExecutorApi on one capnweb session. It implements

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // The wire has no message that says a server closed a retained execution

@@ -7,9 +7,9 @@ import (
 	"math/big"
 	"time"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // This file converts between the contract's Go types and the values that

@@ -5,9 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // FuzzDecoders feeds every decoder of wire values any JSON-shaped value: a

@@ -3,9 +3,9 @@ package executorapi
 import (
 	"errors"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // This file joins the contract's fault codes to capnweb, which knows none:

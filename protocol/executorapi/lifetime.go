@@ -3,8 +3,8 @@ package executorapi
 import (
 	"context"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/jsvalue"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // This file holds the handlesLifetime extension. A retained execution in

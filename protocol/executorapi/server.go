@@ -9,10 +9,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/jsvalue"
 	"github.com/supolka/codemode-gateway/protocol"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // DefaultResponseLimit bounds, in bytes of its JSON form, each result

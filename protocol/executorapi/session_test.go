@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
+	"github.com/supolka/codemode-gateway/capnweb"
 )
 
 // connect serves srv on a loopback WebSocket and returns a handshaken

@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/internal/testutil"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 const (
@@ -320,13 +320,13 @@ func loadAverage() string {
 // TestBenchReport measures all pairings side by side and prints them with their ratios. It is
 // a measurement, not a check, and takes about a minute: run it on purpose with
 //
-//	CAPNWEB_BENCH=1 go test -run TestBenchReport -v ./protocol/capnweb/
+//	CAPNWEB_BENCH=1 go test -run TestBenchReport -v ./capnweb/
 //
 // Client and server then share the machine's CPUs. To measure the servers without the client
 // competing for theirs, give the client CPUs of its own: the servers (this process and the JS
 // server it starts) run on the CPUs taskset gives the test, the JS client on the ones named:
 //
-//	CAPNWEB_BENCH=1 CAPNWEB_BENCH_CLIENT_CPUS=0 taskset -c 1 go test -run TestBenchReport -v ./protocol/capnweb/
+//	CAPNWEB_BENCH=1 CAPNWEB_BENCH_CLIENT_CPUS=0 taskset -c 1 go test -run TestBenchReport -v ./capnweb/
 func TestBenchReport(t *testing.T) {
 	if os.Getenv("CAPNWEB_BENCH") != "1" {
 		t.Skip("a measurement, not a test: set CAPNWEB_BENCH=1 to run it")

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/jsvalue"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // How long one Go client scenario may take before its context ends it.

@@ -1,6 +1,6 @@
 package capnweb_test
 
-// The harness that runs the real capnweb JavaScript library (protocol/capnweb/interop) from Go
+// The harness that runs the real capnweb JavaScript library (capnweb/interop) from Go
 // tests: it finds node and the installed packages, starts the JS server, runs the JS client
 // scripts and parses their one-JSON-line-per-scenario output. Every process it starts is
 // killed when the test ends, and every wait has a deadline.
@@ -43,7 +43,7 @@ func requireInterop(t testing.TB) string {
 		manifest := filepath.Join(interopDir, "node_modules", pkg, "package.json")
 		if _, err := os.Stat(manifest); err != nil {
 			t.Fatalf("%s is missing (%v): run `make interop-deps` (npm ci --prefix "+
-				"protocol/capnweb/interop) before the tests", manifest, err)
+				"capnweb/interop) before the tests", manifest, err)
 		}
 	}
 	return node

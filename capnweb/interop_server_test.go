@@ -17,8 +17,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/jsvalue"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // goServer is a loopback capnweb server running the test API, one session per connection.

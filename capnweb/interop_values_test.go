@@ -13,8 +13,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/jsvalue"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // The string_unicode value of values.mjs, byte for byte.

@@ -1,7 +1,7 @@
 package capnweb_test
 
 // Interop tests against the real capnweb JavaScript library (npm capnweb 0.12.0, installed in
-// protocol/capnweb/interop by `make interop-deps`), in both directions:
+// capnweb/interop by `make interop-deps`), in both directions:
 //
 //   - JS client → Go server: interop/client.mjs runs its scenario list against the Go test
 //     server of interop_server_test.go; interop/garbage.mjs sends malformed frames to it.
@@ -27,8 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/internal/testutil"
-	"github.com/supolka/codemode-gateway/protocol/capnweb"
 )
 
 // The number of scenarios client.mjs reports when all run: four per named value, plus the
