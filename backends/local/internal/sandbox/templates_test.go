@@ -81,3 +81,36 @@ func TestSplitTemplatesLeaveNoLargeTemplate(t *testing.T) {
 		t.Fatalf("%d templates, %d of them large; want 9 parts, none large", templates, large)
 	}
 }
+
+// BenchmarkTemplates compiles one loop of concatenations with and without
+// the split: + and templates of one or two substitutions are untouched,
+// a template of three or more pays one more allocation per extra part.
+func BenchmarkTemplates(b *testing.B) {
+	for _, c := range []struct{ name, expr string }{
+		{"plus", "a + '-' + b + '-' + c"},
+		{"template2", "`${a}-${b}`"},
+		{"template3", "`${a}-${b}-${c}`"},
+		{"template6", "`${a}-${b}-${c}-${a}-${b}-${c}`"},
+	} {
+		src := "var a = 'alpha', b = 42, c = 'gamma', r; for (let i = 0; i < 1000; i++) r = " + c.expr
+		for _, split := range []bool{false, true} {
+			name := c.name + "/goja"
+			prg, err := goja.Compile("b.js", src, false)
+			if split {
+				name = c.name + "/split"
+				prg, err = parseAndCompile("b.js", src, false)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(name, func(b *testing.B) {
+				vm := goja.New()
+				for b.Loop() {
+					if _, err := vm.RunProgram(prg); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
