@@ -41,12 +41,16 @@ const (
 	// times a second).
 	minStep = 50 * time.Microsecond
 	// memoryStopGrace is how long a run cancelled for its memory has to
-	// reach its next instruction before the parent's kill grace starts:
-	// its last allocation may be a copy of hundreds of MB into fresh
-	// memory (a string doubling itself: 0.3–1 s for 192 MB on a VM whose
-	// page faults are dear). The parent's RSS poll bounds what it takes
-	// meanwhile.
+	// reach its next instruction before the parent's kill grace starts,
+	// and copyRate how much longer it has for each byte of the allocation
+	// the meter cancelled it at: that allocation is a copy into fresh
+	// memory in Go code no interrupt reaches (a string doubling itself),
+	// and a collection waits for it. A copy of 128 MB took 0.9-2.8 s on
+	// this project's 2-CPU VM while other work shared its CPU; past the
+	// grace the parent would replace the worker once its other runs
+	// drained. The parent's RSS poll bounds what it takes meanwhile.
 	memoryStopGrace = 2 * time.Second
+	copyRate        = 32 << 20 // bytes a second
 	// reserveWait bounds how long a built-in's reservation waits for a
 	// confirmation: a run blocked there is still executing to the parent,
 	// whose kill grace (500 ms by default) must not pass meanwhile.
@@ -547,7 +551,7 @@ func (m *meter) stepLocked(now int64) {
 // whose page faults are dear). m.mu is held.
 func (m *meter) cancelHugeLocked(largest uint64, biggest stepCharge) {
 	if r := biggest.run; r != nil && !r.overLimit && largest >= uint64(r.limitMB)<<20 && biggest.charged >= int64(largest)/16*15 {
-		m.cancelLocked(r)
+		m.cancelCopyingLocked(r, biggest.charged)
 	}
 }
 
@@ -971,7 +975,12 @@ func (m *meter) setInterrupt(run uint64, f func()) {
 }
 
 // cancelLocked ends run r with the memory text. m.mu is held.
-func (m *meter) cancelLocked(r *meteredRun) {
+func (m *meter) cancelLocked(r *meteredRun) { m.cancelCopyingLocked(r, 0) }
+
+// cancelCopyingLocked ends run r with the memory text when it may still be
+// copying into an allocation of copying bytes, which it is given the time
+// to finish. m.mu is held.
+func (m *meter) cancelCopyingLocked(r *meteredRun, copying int64) {
 	m.settled.Broadcast() // a reservation of r waiting for a confirmation
 	r.overLimit = true
 	r.cancel(protocol.NewMemoryLimitError(r.limitMB))
@@ -979,7 +988,7 @@ func (m *meter) cancelLocked(r *meteredRun) {
 		// Now, not from the context's goroutine: see sandbox.InterruptHost.
 		r.interrupt()
 	}
-	stop := wire.MonoNow() + int64(memoryStopGrace)
+	stop := wire.MonoNow() + int64(memoryStopGrace) + int64(time.Duration(copying)*time.Second/copyRate)
 	for p := range m.pieces {
 		if p.run == r {
 			// Past this deadline and the kill grace the parent stops the
