@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
@@ -140,6 +141,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // routes. Connections keep the tenant they authenticated as.
 type state struct {
 	cfg     *config.Config
+	authn   auth.Authenticator
 	tenants map[string]*tenant
 	router  chi.Router
 	// adminToken is the bearer token of the admin listener; empty: none.
@@ -179,6 +181,10 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 		st.members[tc.Name] = memberPolicy(tc.Policy)
 	}
 	st.adminToken = cfg.Admin.Token
+	var err error
+	if st.authn, err = authenticator(cfg.Credentials); err != nil {
+		return nil, err
+	}
 	for _, tc := range cfg.Tenants {
 		if g.groups[tc.Backend] == nil {
 			return nil, fmt.Errorf("tenant %s: backend %s is not running; backends change only on a restart", tc.Name, tc.Backend)
@@ -200,6 +206,24 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 		st.tenants[tc.Name] = t
 	}
 	return st, nil
+}
+
+// authenticator checks the tenants' credentials: their API keys and, with
+// a jwt section, JWTs. Validation checked both, so an error here is a JWKS
+// file that changed since.
+func authenticator(c config.Credentials) (auth.Authenticator, error) {
+	keys, err := auth.NewAPIKeys(c.Keys)
+	if err != nil {
+		return nil, err
+	}
+	if c.JWT == nil {
+		return auth.Chain{keys}, nil
+	}
+	jwt, err := auth.NewJWTVerifier(*c.JWT)
+	if err != nil {
+		return nil, err
+	}
+	return auth.Chain{keys, jwt}, nil
 }
 
 // Reload serves cfg from now on: tenants, keys, JWT settings, policies and

@@ -164,7 +164,7 @@ func (g *Gateway) authenticate(st *state) func(http.Handler) http.Handler {
 			cred, err := auth.FromRequest(r)
 			var id auth.Identity
 			if err == nil {
-				id, err = st.cfg.Authenticator.Authenticate(r.Context(), cred.Token)
+				id, err = st.authn.Authenticate(r.Context(), cred.Token)
 			}
 			if err != nil {
 				tenant := st.knownTenant(auth.TenantOf(err))
