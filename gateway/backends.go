@@ -15,7 +15,9 @@ import (
 
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/executorserver"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/serving"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -33,8 +35,8 @@ type member struct {
 	// pool, which is always healthy.
 	health healthChecker
 	// pool reports the local pool's counters; nil for a remote member.
-	pool     poolReporter
-	inFlight inFlightCount
+	pool     serving.PoolReporter
+	inFlight serving.InFlight
 	healthy  atomic.Bool
 	log      *slog.Logger
 	// remote: the member is an executor server, whose address a tenant
@@ -46,7 +48,7 @@ type member struct {
 
 	// handleCalls are the calls on its retained executions in flight,
 	// which keep a removed member open (retire).
-	handleCalls inFlightCount
+	handleCalls serving.InFlight
 }
 
 // healthChecker is a member whose health the gateway checks: a remote
@@ -64,12 +66,6 @@ func (m *member) draining() bool { return m.health != nil && m.health.Draining()
 
 // takesRuns: m passes its health check and is not draining.
 func (m *member) takesRuns() bool { return m.healthy.Load() && !m.draining() }
-
-// poolReporter is a member with a worker pool whose counters the metrics
-// report: the local backend (local.Executor).
-type poolReporter interface {
-	Stats() local.Stats
-}
 
 // The texts a tenant reads when a remote member's connection failed: the
 // fault's own text names the executor server's URL and the addresses
@@ -144,7 +140,7 @@ type remoteMaker struct {
 	// without showing the URL to the tenant who holds an id.
 	nameOf func(url string) string
 	// policyOf is what a member is told of a tenant's policy.
-	policyOf func(tenant string) MemberPolicy
+	policyOf func(tenant string) executorserver.MemberPolicy
 }
 
 func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
@@ -170,7 +166,7 @@ func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
 	}
 }
 
-func newGroup(b config.Backend, log *slog.Logger, shares func(tenant string) local.Share, policyOf func(tenant string) MemberPolicy, nameOf func(url string) string) (*group, error) {
+func newGroup(b config.Backend, log *slog.Logger, shares func(tenant string) local.Share, policyOf func(tenant string) executorserver.MemberPolicy, nameOf func(url string) string) (*group, error) {
 	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout, required: b.Readiness == config.ReadinessRequired, retired: map[*member]struct{}{}}
 	g.ctx, g.stop = context.WithCancel(context.Background())
 	switch b.Type {

@@ -25,6 +25,7 @@ import (
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/capnweb"
+	"github.com/supolka/codemode-gateway/executorserver"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 )
@@ -149,7 +150,7 @@ type state struct {
 	// shares are the tenants' shares of their local groups.
 	shares map[string]local.Share
 	// members are what the tenants' remote members are told of them.
-	members map[string]MemberPolicy
+	members map[string]executorserver.MemberPolicy
 }
 
 // shareOf is a tenant's share of its local group as the current
@@ -165,17 +166,17 @@ func (g *Gateway) shareOf(tenant string) local.Share {
 // memberPolicyOf is what the current configuration tells a tenant's remote
 // members of its policy; a session sends it at connect time, and one
 // whose tenant's settings a reload changed is replaced.
-func (g *Gateway) memberPolicyOf(tenant string) MemberPolicy {
+func (g *Gateway) memberPolicyOf(tenant string) executorserver.MemberPolicy {
 	if st := g.state.Load(); st != nil {
 		return st.members[tenant]
 	}
-	return MemberPolicy{}
+	return executorserver.MemberPolicy{}
 }
 
 // build makes the state of cfg, reusing the tenants that already exist so
 // that their open connections, counters and retained executions carry over.
 func (g *Gateway) build(cfg *config.Config) (*state, error) {
-	st := &state{cfg: cfg, tenants: map[string]*tenant{}, shares: map[string]local.Share{}, members: map[string]MemberPolicy{}}
+	st := &state{cfg: cfg, tenants: map[string]*tenant{}, shares: map[string]local.Share{}, members: map[string]executorserver.MemberPolicy{}}
 	for _, tc := range cfg.Tenants {
 		st.shares[tc.Name] = local.Share{Weight: tc.Policy.Weight, CPUSlots: tc.Policy.CPUSlots}
 		st.members[tc.Name] = memberPolicy(tc.Policy)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/serving"
 )
 
 // A reload may change the members of a remote group, and nothing else about
@@ -124,8 +125,8 @@ func (g *Gateway) retire(grp *group, m *member) {
 	// handle as it ends, and a handle's pin goes while the call that closed
 	// it is still answering: all three are asked again after every wake.
 	for m.inFlight.Load() > 0 || m.handleCalls.Load() > 0 || g.handles.pins.holds(m) {
-		if !waitClosed(grp.ctx, m.inFlight.idle()) || !waitClosed(grp.ctx, m.handleCalls.idle()) ||
-			!waitClosed(grp.ctx, g.handles.pins.released(m)) {
+		if !serving.WaitClosed(grp.ctx, m.inFlight.Idle()) || !serving.WaitClosed(grp.ctx, m.handleCalls.Idle()) ||
+			!serving.WaitClosed(grp.ctx, g.handles.pins.released(m)) {
 			return // the group closed it
 		}
 	}

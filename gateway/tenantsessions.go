@@ -10,21 +10,22 @@ import (
 
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/capnweb"
+	"github.com/supolka/codemode-gateway/executorserver"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
 // memberSessions are a remote member's sessions: one per tenant, each
 // naming its tenant and the tenant's settings in the upgrade's headers
-// (TenantHeader), beside the member key. A session whose tenant's settings
-// a reload changed is replaced by one that sends the new ones; the old one
-// stays open for what runs on it until the member closes. Handles live on
+// (executorserver.TenantHeader), beside the member key. A session whose
+// tenant's settings a reload changed is replaced by one that sends the new
+// ones; the old one stays open for what runs on it until the member closes. Handles live on
 // the member per tenant, so any session of the tenant reaches them.
 type memberSessions struct {
 	url  string
 	opts remote.Options
 	// policyOf is a tenant's settings as the current configuration says.
-	policyOf func(tenant string) MemberPolicy
+	policyOf func(tenant string) executorserver.MemberPolicy
 	// health is a session that names no tenant, for health checks.
 	health *remote.Executor
 
@@ -35,11 +36,11 @@ type memberSessions struct {
 }
 
 type tenantSession struct {
-	policy MemberPolicy // the settings it sent (TenantPolicyHeader)
+	policy executorserver.MemberPolicy // the settings it sent (executorserver.TenantPolicyHeader)
 	exec   *remote.Executor
 }
 
-func newMemberSessions(url string, opts remote.Options, policyOf func(string) MemberPolicy) *memberSessions {
+func newMemberSessions(url string, opts remote.Options, policyOf func(string) executorserver.MemberPolicy) *memberSessions {
 	return &memberSessions{url: url, opts: opts, policyOf: policyOf, health: remote.New(url, opts), byTenant: map[string]tenantSession{}}
 }
 
@@ -63,8 +64,8 @@ func (s *memberSessions) of(tenant string) *remote.Executor {
 	if h == nil {
 		h = http.Header{}
 	}
-	h.Set(TenantHeader, tenant)
-	h.Set(TenantPolicyHeader, policy.header())
+	h.Set(executorserver.TenantHeader, tenant)
+	h.Set(executorserver.TenantPolicyHeader, policy.Header())
 	opts := s.opts
 	opts.Header = h
 	ts := tenantSession{policy: policy, exec: remote.New(s.url, opts)}
@@ -137,8 +138,8 @@ func (m *member) execFor(tenant string) protocol.Executor {
 }
 
 // memberPolicy is the part of a tenant's policy its remote members apply.
-func memberPolicy(p config.Policy) MemberPolicy {
-	return MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
+func memberPolicy(p config.Policy) executorserver.MemberPolicy {
+	return executorserver.MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
 }
 
 // settingsRefused: the member refused the tenant's settings at connect
