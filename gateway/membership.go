@@ -52,20 +52,25 @@ func (g *group) setMembers(list []config.RemoteMember) (added, removed []*member
 	defer g.mu.Unlock()
 	kept := map[config.RemoteMember]*member{}
 	for _, m := range g.members {
-		kept[m.config] = m
+		kept[m.entry] = m
 	}
 	next := make([]*member, 0, len(list))
 	for i, rm := range list {
 		m := kept[rm]
 		if m == nil {
-			m = g.remote.member(rm, i)
+			var err error
+			if m, err = g.remote.member(rm, i); err != nil {
+				// The remote kind makes every member it is given.
+				g.remote.log.Error("backend member not made; the entry is left out", "backend", g.name, "member", i, "error", err)
+				continue
+			}
 			added = append(added, m)
 		}
 		delete(kept, rm)
 		next = append(next, m)
 	}
 	for _, m := range g.members {
-		if kept[m.config] == m {
+		if kept[m.entry] == m {
 			removed = append(removed, m)
 			g.retired[m] = struct{}{}
 		}

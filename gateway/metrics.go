@@ -126,7 +126,7 @@ func (h *healthCollector) Collect(ch chan<- prometheus.Metric) {
 			// A remote member is labelled by its place in the group's
 			// list, as the operator wrote it; its name is for ids.
 			label := m.name
-			if m.remote {
+			if m.health != nil {
 				label = fmt.Sprintf("%s/%d", grp.name, i)
 			}
 			ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, v, grp.name, label)

@@ -24,6 +24,7 @@ import (
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/connlimit"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -69,7 +70,7 @@ backend instead, without a configuration file (serve --executor-server -h).`)
 	}
 	override(cfg)
 	logger := newLogger(cfg.Log, stderr)
-	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: runningVersion()})
+	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: runningVersion(), Kinds: kinds.All()})
 	if err != nil {
 		logger.Error("gateway serve failed", "error", err)
 		return 1

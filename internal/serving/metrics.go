@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/backends/poolstats"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -80,9 +80,9 @@ func LogExecution(ctx context.Context, log *slog.Logger, backend, outcome string
 }
 
 // PoolReporter is a member with a worker pool whose counters the metrics
-// report: the local backend (local.Executor).
+// report: a local backend.
 type PoolReporter interface {
-	Stats() local.Stats
+	Stats() poolstats.Stats
 }
 
 // PoolCollector reports the counters of every local backend's worker pool
