@@ -44,6 +44,9 @@ type JWTConfig struct {
 	PublicKeysPEM []string
 	// JWKSFile names a JSON Web Key Set file of RSA and P-256 EC keys.
 	JWKSFile string
+	// JWKS is the JWKS file's contents when the caller read it already;
+	// JWKSFile then only names it in errors.
+	JWKS []byte
 	// Leeway is the clock skew allowed on exp and nbf.
 	Leeway time.Duration
 	// Now is the clock; time.Now when nil.
@@ -124,8 +127,12 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 		}
 		v.keys = append(v.keys, k)
 	}
-	if cfg.JWKSFile != "" {
-		if data, err := os.ReadFile(cfg.JWKSFile); err != nil {
+	if cfg.JWKSFile != "" || cfg.JWKS != nil {
+		data, err := cfg.JWKS, error(nil)
+		if data == nil {
+			data, err = os.ReadFile(cfg.JWKSFile)
+		}
+		if err != nil {
 			fail("JWKSFile", 0, err)
 		} else if ks, err := parseJWKS(data); err != nil {
 			fail("JWKSFile", 0, fmt.Errorf("%s: %w", cfg.JWKSFile, err))

@@ -225,6 +225,33 @@ func TestJWKSFile(t *testing.T) {
 	}
 }
 
+// JWKS given as bytes is used as it is: the file JWKSFile names is not
+// read, and only names the keys in errors.
+func TestJWKSBytesAreNotReadAgain(t *testing.T) {
+	cfg := baseConfig()
+	path := writeJWKS(t, ecJWK("e1", &ecKey.PublicKey))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	cfg.JWKSFile, cfg.JWKS = path, data
+	v, err := NewJWTVerifier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Authenticate(context.Background(), sign(t, jwt.SigningMethodES256, ecKey, baseClaims(), "e1")); err != nil {
+		t.Errorf("a token signed by the key of the bytes: %v", err)
+	}
+	cfg.JWKS = []byte("{")
+	_, err = NewJWTVerifier(cfg)
+	if want := "auth: JWKS file: " + path + ": not a JSON Web Key Set: unexpected end of JSON input"; err == nil || err.Error() != want {
+		t.Errorf("bad bytes: %v, want %q", err, want)
+	}
+}
+
 func TestNewJWTVerifierRejectsBadConfig(t *testing.T) {
 	small, _ := rsa.GenerateKey(rand.Reader, 1024)
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)

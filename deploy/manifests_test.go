@@ -16,6 +16,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	backendkinds "github.com/supolka/codemode-gateway/gateway/kinds"
 )
 
 func TestMain(m *testing.M) {
@@ -322,7 +323,7 @@ patches:
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Kinds: backendkinds.All()})
 	if err != nil {
 		t.Fatalf("the gateway refused the base's configuration: %v", err)
 	}

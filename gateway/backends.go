@@ -7,20 +7,20 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/supolka/codemode-gateway/backends/local"
-	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/upstream"
+	"github.com/supolka/codemode-gateway/internal/serving"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
-// member is one executor of a backend group: the local pool, or one remote
-// executor server.
+// member is one executor of a backend group, its upstream: what a kind
+// made (upstream.Kind), with what the gateway keeps of it.
 type member struct {
 	// name identifies the member in executionIds: the group's name for a
 	// local group, the group and a tag of the URL for a remote member.
@@ -29,34 +29,51 @@ type member struct {
 	// place in the group's list when it joined.
 	label string
 	exec  protocol.PolicyExecutor
-	// health checks a remote member between executions; nil for the local
-	// pool, which is always healthy.
-	health healthChecker
-	// pool reports the local pool's counters; nil for a remote member.
-	pool     poolReporter
-	inFlight inFlightCount
+	// health checks a member in another process between executions; nil
+	// for one in this process, which is always healthy. A member with a
+	// health check is an executor server, whose address a tenant must
+	// never read.
+	health upstream.Health
+	// pool reports the counters of a member's worker pool in this
+	// process; nil for one in another process.
+	pool     serving.PoolReporter
+	inFlight serving.InFlight
 	healthy  atomic.Bool
 	log      *slog.Logger
-	// remote: the member is an executor server, whose address a tenant
-	// must never read.
-	remote bool
-	// config is a remote member's entry in the configuration, which a
-	// reload compares.
-	config config.RemoteMember
+	// entry is a listed or discovered member's entry in the
+	// configuration, which a reload compares; zero for a group that is
+	// one member.
+	entry config.RemoteMember
 
 	// handleCalls are the calls on its retained executions in flight,
 	// which keep a removed member open (retire).
-	handleCalls inFlightCount
+	handleCalls serving.InFlight
 }
 
-// healthChecker is a member whose health the gateway checks: a remote
-// executor server (remote.Executor).
-type healthChecker interface {
-	Ping(ctx context.Context) error
-	// Draining: the server refused an execution as draining on the
-	// session it serves now; it takes no new executions, and keeps
-	// serving the handles pinned to it until it closes that session.
-	Draining() bool
+// newMember keeps exec, which a kind made, as a member of a group.
+func newMember(name, label string, exec protocol.PolicyExecutor, log *slog.Logger, entry config.RemoteMember) *member {
+	m := &member{name: name, label: label, exec: exec, log: log, entry: entry}
+	m.health, _ = exec.(upstream.Health)
+	m.pool, _ = exec.(serving.PoolReporter)
+	return m
+}
+
+// execFor is the executor that reaches tenant's retained executions on m.
+func (m *member) execFor(tenant string) protocol.Executor {
+	if s, ok := m.exec.(upstream.Tenanted); ok {
+		return s.For(tenant)
+	}
+	return m.exec
+}
+
+// settingsRefused: the member refused the tenant's settings at connect
+// time (MemberAPI), which says nothing about its health.
+func settingsRefused(err error) (*capnweb.RefusedError, bool) {
+	var re *capnweb.RefusedError
+	if errors.As(err, &re) && re.StatusCode == http.StatusBadRequest {
+		return re, true
+	}
+	return nil, false
 }
 
 // draining reports whether m is a remote member whose server is draining.
@@ -64,12 +81,6 @@ func (m *member) draining() bool { return m.health != nil && m.health.Draining()
 
 // takesRuns: m passes its health check and is not draining.
 func (m *member) takesRuns() bool { return m.healthy.Load() && !m.draining() }
-
-// poolReporter is a member with a worker pool whose counters the metrics
-// report: the local backend (local.Executor).
-type poolReporter interface {
-	Stats() local.Stats
-}
 
 // The texts a tenant reads when a remote member's connection failed: the
 // fault's own text names the executor server's URL and the addresses
@@ -87,7 +98,7 @@ const (
 // fault keeps its code and gets a text without addresses; the original
 // goes to the log with the member's URL.
 func (m *member) forTenant(err error) error {
-	if err == nil || !m.remote {
+	if err == nil || m.health == nil {
 		return err
 	}
 	var text string
@@ -124,7 +135,8 @@ type group struct {
 	defaultTimeoutMs int64
 	// required: the replica is not ready while no member is usable.
 	required bool
-	// remote makes the members of a remote group; nil for a local one.
+	// remote makes the members of a remote group (listed or
+	// discovered); nil for a group that is one member.
 	remote *remoteMaker
 	// discovery finds a remote group's members in DNS; nil when they are
 	// listed (or the group is local).
@@ -143,77 +155,60 @@ type remoteMaker struct {
 	// shares the executionId key (the name is part of the ids), and
 	// without showing the URL to the tenant who holds an id.
 	nameOf func(url string) string
-	// policyOf is what a member is told of a tenant's policy.
-	policyOf func(tenant string) MemberPolicy
+	// make is the group's kind, told of its configuration and gateway.
+	make func(rm config.RemoteMember) (protocol.PolicyExecutor, error)
 }
 
-func (r *remoteMaker) member(rm config.RemoteMember, index int) *member {
-	h := http.Header{}
-	if rm.Key != "" {
-		h.Set("Authorization", "Bearer "+rm.Key)
+func (r *remoteMaker) member(rm config.RemoteMember, index int) (*member, error) {
+	ex, err := r.make(rm)
+	if err != nil {
+		return nil, err
 	}
-	// No retries inside a member: execute moves a refused run to the next
-	// member at once, and the tenant's client retries what none took.
-	opts := remote.Options{Header: h, DialTimeout: r.dialTimeout, Retry: remote.Retry{Attempts: 1}}
-	if rm.ServerName != "" {
-		opts.HTTPClient = serverNameClient(rm.ServerName)
-	}
-	ex := newMemberSessions(rm.URL, opts, r.policyOf)
-	return &member{
-		name:   r.nameOf(rm.URL),
-		label:  fmt.Sprintf("%s/%d", r.group, index),
-		exec:   ex,
-		health: ex,
-		log:    r.log.With("backend", r.group, "member", index, "url", rm.URL),
-		remote: true,
-		config: rm,
-	}
+	return newMember(r.nameOf(rm.URL), fmt.Sprintf("%s/%d", r.group, index), ex,
+		r.log.With("backend", r.group, "member", index, "url", rm.URL), rm), nil
 }
 
-func newGroup(b config.Backend, log *slog.Logger, shares func(tenant string) local.Share, policyOf func(tenant string) MemberPolicy, nameOf func(url string) string) (*group, error) {
+// newGroup starts group b with the kind its type names: one member made at
+// once, or for a remote group a member per entry, listed or discovered.
+func newGroup(b config.Backend, kinds upstream.Kinds, env upstream.Env, nameOf func(url string) string) (*group, error) {
+	kind := kinds[b.Type]
+	if kind == nil {
+		return nil, fmt.Errorf("backend %s: this gateway runs no backend of type %q", b.Name, b.Type)
+	}
 	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout, required: b.Readiness == config.ReadinessRequired, retired: map[*member]struct{}{}}
 	g.ctx, g.stop = context.WithCancel(context.Background())
-	switch b.Type {
-	case "local":
-		s := b.Local.Settings(runtime.NumCPU())
-		ex, err := local.New(local.Options{
-			MinWorkers:         s.MinWorkers,
-			MaxWorkers:         s.MaxWorkers,
-			RunsPerWorker:      s.RunsPerWorker,
-			WorkerMemoryMB:     s.WorkerMemoryMB,
-			QueueBound:         s.Queue,
-			QueueTimeout:       s.QueueTimeout,
-			WorkerIdleTimeout:  s.WorkerIdleTimeout,
-			Shares:             shares,
-			MemoryLimitMB:      s.MemoryMB,
-			DefaultTimeoutMs:   b.Local.DefaultTimeoutMs,
-			HandlesIdleTimeout: b.Local.HandlesIdleTimeout.Std(),
-			Logger:             log.With("backend", b.Name),
-			Native:             nativeOptions(b.Local),
-			WorkerUser:         b.Local.WorkerUser,
-			NoSeccomp:          b.Local.DisableSeccomp,
-		})
+	log := env.Logger
+	if b.Remote == nil {
+		ex, err := kind(b, config.RemoteMember{}, env)
 		if err != nil {
-			return nil, fmt.Errorf("backend %s: %w", b.Name, err)
+			return nil, err
 		}
-		m := &member{name: b.Name, label: b.Name, exec: ex, pool: ex, log: log.With("backend", b.Name)}
+		m := newMember(b.Name, b.Name, ex, log.With("backend", b.Name), config.RemoteMember{})
 		m.healthy.Store(true)
 		g.members = []*member{m}
-		g.nativeOutbound = b.Local.NativeOutbound
-		if b.Local.DefaultTimeoutMs > 0 {
-			g.defaultTimeoutMs = b.Local.DefaultTimeoutMs
+		if b.Local != nil {
+			g.nativeOutbound = b.Local.NativeOutbound
+			if b.Local.DefaultTimeoutMs > 0 {
+				g.defaultTimeoutMs = b.Local.DefaultTimeoutMs
+			}
 		}
-	case "remote":
-		g.remote = &remoteMaker{group: b.Name, log: log, dialTimeout: b.Remote.DialTimeout.Std(), nameOf: nameOf, policyOf: policyOf}
-		for i, rm := range b.Remote.Members {
-			g.members = append(g.members, g.remote.member(rm, i))
-		}
-		// A remote server applies its own operator's outbound veto.
-		g.nativeOutbound = true
-		g.checkHealth(g.ctx, b.Remote.DialTimeout.Std())
-		g.wg.Add(1)
-		go g.healthLoop(g.ctx, b.Remote.HealthInterval.Std(), b.Remote.DialTimeout.Std())
+		return g, nil
 	}
+	g.remote = &remoteMaker{group: b.Name, log: log, dialTimeout: b.Remote.DialTimeout.Std(), nameOf: nameOf,
+		make: func(rm config.RemoteMember) (protocol.PolicyExecutor, error) { return kind(b, rm, env) }}
+	for i, rm := range b.Remote.Members {
+		m, err := g.remote.member(rm, i)
+		if err != nil {
+			g.close()
+			return nil, err
+		}
+		g.members = append(g.members, m)
+	}
+	// A remote server applies its own operator's outbound veto.
+	g.nativeOutbound = true
+	g.checkHealth(g.ctx, b.Remote.DialTimeout.Std())
+	g.wg.Add(1)
+	go g.healthLoop(g.ctx, b.Remote.HealthInterval.Std(), b.Remote.DialTimeout.Std())
 	return g, nil
 }
 
@@ -222,19 +217,6 @@ func (g *group) current() []*member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.members
-}
-
-// nativeOptions are the local backend's native fetch settings, with the
-// ranges validation parsed.
-func nativeOptions(l *config.LocalBackend) local.NativeOptions {
-	return local.NativeOptions{
-		Vetoed:           !l.NativeOutbound,
-		Deny:             l.Native.DenyRanges,
-		Allow:            l.Native.AllowRanges,
-		MaxResponseBytes: l.Native.MaxResponseBytes,
-		MaxRedirects:     l.Native.MaxRedirects,
-		RequestTimeout:   l.Native.RequestTimeout.Std(),
-	}
 }
 
 // healthLoop pings every remote member each interval: an unhealthy member

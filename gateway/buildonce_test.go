@@ -18,6 +18,7 @@ import (
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 )
 
 // The JWKS file is read once, by the configuration's validation: the
@@ -45,7 +46,7 @@ routes: [{path: /v1/executor, kind: executor}]
 	if err := os.Remove(jwksPath); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(cfg, gateway.Options{})
+	gw, err := gateway.New(cfg, gateway.Options{Kinds: kinds.All()})
 	if err != nil {
 		t.Fatalf("the gateway read the JWKS file again: %v", err)
 	}
@@ -115,7 +116,7 @@ routes: [{path: /v1/executor, kind: executor}]
 			t.Errorf("validation read %s %d times, want once", name, reads[name])
 		}
 	}
-	gw, err := gateway.New(cfg, gateway.Options{Getenv: func(name string) string {
+	gw, err := gateway.New(cfg, gateway.Options{Kinds: kinds.All(), Getenv: func(name string) string {
 		t.Errorf("the gateway read %s again", name)
 		return ""
 	}})

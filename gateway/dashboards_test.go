@@ -15,6 +15,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 )
 
 // registeredSeries are the names of every series a real gateway's registry
@@ -42,7 +43,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Kinds: kinds.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
-	"net/http"
 	"net/netip"
 	"slices"
 	"sync"
@@ -152,12 +150,4 @@ func (grp *group) reloadDiscovery(d *config.Discover) {
 	case grp.discovery.kick <- struct{}{}:
 	default: // a resolution is already asked for
 	}
-}
-
-// serverNameClient dials a wss:// member at its address and checks its
-// certificate against name.
-func serverNameClient(name string) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: t}
 }

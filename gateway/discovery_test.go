@@ -116,7 +116,7 @@ routes:
 func urls(grp *group) []string {
 	var out []string
 	for _, m := range grp.current() {
-		out = append(out, m.config.URL)
+		out = append(out, m.entry.URL)
 	}
 	return out
 }

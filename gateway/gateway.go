@@ -22,9 +22,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/supolka/codemode-gateway/backends/local"
+	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/upstream"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 )
 
@@ -48,6 +49,10 @@ type Options struct {
 	// Resolver finds the members of remote groups with remote.discover;
 	// net.DefaultResolver when nil.
 	Resolver Resolver
+	// Kinds make the members of the backend groups, by the type each
+	// names (gateway/kinds has local and remote); a group whose type has
+	// no kind here fails New.
+	Kinds upstream.Kinds
 }
 
 // Gateway serves one configuration at a time: Reload swaps in another.
@@ -109,7 +114,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.wire = capnweb.NewMemoryBudget(int64(cfg.Limits.WireMemoryMB) << 20)
 	for _, b := range cfg.Backends {
 		nameOf := func(url string) string { return g.handles.ids.memberName(b.Name, url) }
-		grp, err := newGroup(b, g.log, g.shareOf, g.memberPolicyOf, nameOf)
+		grp, err := newGroup(b, opts.Kinds, upstream.Env{Logger: g.log, Policy: g.policyOf}, nameOf)
 		if err != nil {
 			g.Close()
 			return nil, err
@@ -140,45 +145,40 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // routes. Connections keep the tenant they authenticated as.
 type state struct {
 	cfg     *config.Config
+	authn   auth.Authenticator
 	tenants map[string]*tenant
 	router  chi.Router
 	// adminToken is the bearer token of the admin listener; empty: none.
 	adminToken string
-	// shares are the tenants' shares of their local groups.
-	shares map[string]local.Share
-	// members are what the tenants' remote members are told of them.
-	members map[string]MemberPolicy
+	// policies are the tenants' policies, which their groups' members
+	// ask for (policyOf).
+	policies map[string]config.Policy
 }
 
-// shareOf is a tenant's share of its local group as the current
-// configuration says; local groups ask on every placement, so a reload
-// takes effect at once.
-func (g *Gateway) shareOf(tenant string) local.Share {
+// policyOf is a tenant's policy as the current configuration says: a local
+// group asks on every placement (its share of the workers), a remote
+// member's session at connect time (what it is told of the tenant, and a
+// session whose tenant's settings a reload changed is replaced), so a
+// reload takes effect at once.
+func (g *Gateway) policyOf(tenant string) config.Policy {
 	if st := g.state.Load(); st != nil {
-		return st.shares[tenant]
+		return st.policies[tenant]
 	}
-	return local.Share{}
-}
-
-// memberPolicyOf is what the current configuration tells a tenant's remote
-// members of its policy; a session sends it at connect time, and one
-// whose tenant's settings a reload changed is replaced.
-func (g *Gateway) memberPolicyOf(tenant string) MemberPolicy {
-	if st := g.state.Load(); st != nil {
-		return st.members[tenant]
-	}
-	return MemberPolicy{}
+	return config.Policy{}
 }
 
 // build makes the state of cfg, reusing the tenants that already exist so
 // that their open connections, counters and retained executions carry over.
 func (g *Gateway) build(cfg *config.Config) (*state, error) {
-	st := &state{cfg: cfg, tenants: map[string]*tenant{}, shares: map[string]local.Share{}, members: map[string]MemberPolicy{}}
+	st := &state{cfg: cfg, tenants: map[string]*tenant{}, policies: map[string]config.Policy{}}
 	for _, tc := range cfg.Tenants {
-		st.shares[tc.Name] = local.Share{Weight: tc.Policy.Weight, CPUSlots: tc.Policy.CPUSlots}
-		st.members[tc.Name] = memberPolicy(tc.Policy)
+		st.policies[tc.Name] = tc.Policy
 	}
 	st.adminToken = cfg.Admin.Token
+	var err error
+	if st.authn, err = authenticator(cfg.Credentials); err != nil {
+		return nil, err
+	}
 	for _, tc := range cfg.Tenants {
 		if g.groups[tc.Backend] == nil {
 			return nil, fmt.Errorf("tenant %s: backend %s is not running; backends change only on a restart", tc.Name, tc.Backend)
@@ -200,6 +200,24 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 		st.tenants[tc.Name] = t
 	}
 	return st, nil
+}
+
+// authenticator checks the tenants' credentials: their API keys and, with
+// a jwt section, JWTs. Validation checked both, so an error here is a JWKS
+// file that changed since.
+func authenticator(c config.Credentials) (auth.Authenticator, error) {
+	keys, err := auth.NewAPIKeys(c.Keys)
+	if err != nil {
+		return nil, err
+	}
+	if c.JWT == nil {
+		return auth.Chain{keys}, nil
+	}
+	jwt, err := auth.NewJWTVerifier(*c.JWT)
+	if err != nil {
+		return nil, err
+	}
+	return auth.Chain{keys, jwt}, nil
 }
 
 // Reload serves cfg from now on: tenants, keys, JWT settings, policies and

@@ -23,6 +23,7 @@ import (
 	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -161,7 +162,7 @@ func (e *env) serve(t *testing.T, yaml string, tweak func(string) string) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+	gw, err := gateway.New(cfg, gateway.Options{Getenv: getenv, Logger: slog.New(slog.NewTextHandler(e.logs, nil)), Kinds: kinds.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,50 +2,9 @@ package gateway
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 
 	"github.com/supolka/codemode-gateway/capnweb"
 )
-
-// inFlightCount counts the executions a tenant or a member runs, and tells a
-// waiter when the count falls to zero: a drain and a removed member's
-// retirement wait on that rather than poll.
-type inFlightCount struct {
-	n    atomic.Int64
-	mu   sync.Mutex
-	zero chan struct{} // closed when n falls to zero; nil while nobody waits
-}
-
-// Add changes the count by d and returns the new count.
-func (c *inFlightCount) Add(d int64) int64 {
-	n := c.n.Add(d)
-	if n == 0 {
-		c.mu.Lock()
-		if c.zero != nil {
-			close(c.zero)
-			c.zero = nil
-		}
-		c.mu.Unlock()
-	}
-	return n
-}
-
-// Load is the count.
-func (c *inFlightCount) Load() int64 { return c.n.Load() }
-
-// idle is closed once the count is zero, at once when it is.
-func (c *inFlightCount) idle() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n.Load() == 0 {
-		return closedChan
-	}
-	if c.zero == nil {
-		c.zero = make(chan struct{})
-	}
-	return c.zero
-}
 
 // closedChan is a channel that is always closed.
 var closedChan = func() chan struct{} {
@@ -53,16 +12,6 @@ var closedChan = func() chan struct{} {
 	close(c)
 	return c
 }()
-
-// waitClosed returns when ch is closed (true) or ctx ends (false).
-func waitClosed(ctx context.Context, ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // whenAnswered runs release once the capnweb call ctx serves has its answer
 // queued for the client (capnweb.AfterAnswer), or at once outside a served

@@ -113,22 +113,3 @@ func TestAnExecutionLeavesTheConcurrencyBoundBeforeItsAnswer(t *testing.T) {
 	}
 	testutil.WaitFor(t, 5*time.Second, func() bool { return rig.t.unanswered.Load() == 0 }, "the drain count to fall to zero")
 }
-
-// idle is closed at once on a count of zero, and when the count falls to
-// zero, not when it only falls.
-func TestInFlightCountSignalsZero(t *testing.T) {
-	var c inFlightCount
-	if !isClosed(c.idle()) {
-		t.Fatal("zero is not idle")
-	}
-	c.Add(2)
-	idle := c.idle()
-	c.Add(-1)
-	if isClosed(idle) {
-		t.Fatal("idle closed at one in flight")
-	}
-	c.Add(-1)
-	if !isClosed(idle) || !isClosed(c.idle()) {
-		t.Fatal("idle not closed at zero")
-	}
-}

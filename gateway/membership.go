@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/serving"
 )
 
 // A reload may change the members of a remote group, and nothing else about
@@ -51,20 +52,25 @@ func (g *group) setMembers(list []config.RemoteMember) (added, removed []*member
 	defer g.mu.Unlock()
 	kept := map[config.RemoteMember]*member{}
 	for _, m := range g.members {
-		kept[m.config] = m
+		kept[m.entry] = m
 	}
 	next := make([]*member, 0, len(list))
 	for i, rm := range list {
 		m := kept[rm]
 		if m == nil {
-			m = g.remote.member(rm, i)
+			var err error
+			if m, err = g.remote.member(rm, i); err != nil {
+				// The remote kind makes every member it is given.
+				g.remote.log.Error("backend member not made; the entry is left out", "backend", g.name, "member", i, "error", err)
+				continue
+			}
 			added = append(added, m)
 		}
 		delete(kept, rm)
 		next = append(next, m)
 	}
 	for _, m := range g.members {
-		if kept[m.config] == m {
+		if kept[m.entry] == m {
 			removed = append(removed, m)
 			g.retired[m] = struct{}{}
 		}
@@ -124,8 +130,8 @@ func (g *Gateway) retire(grp *group, m *member) {
 	// handle as it ends, and a handle's pin goes while the call that closed
 	// it is still answering: all three are asked again after every wake.
 	for m.inFlight.Load() > 0 || m.handleCalls.Load() > 0 || g.handles.pins.holds(m) {
-		if !waitClosed(grp.ctx, m.inFlight.idle()) || !waitClosed(grp.ctx, m.handleCalls.idle()) ||
-			!waitClosed(grp.ctx, g.handles.pins.released(m)) {
+		if !serving.WaitClosed(grp.ctx, m.inFlight.Idle()) || !serving.WaitClosed(grp.ctx, m.handleCalls.Idle()) ||
+			!serving.WaitClosed(grp.ctx, g.handles.pins.released(m)) {
 			return // the group closed it
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -27,12 +28,15 @@ func recorderServer(t *testing.T) (string, *executortest.Recorder) {
 	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/", rec
 }
 
-// newGateway is New(cfg, o), with a silent logger unless o names one,
-// closed when the test ends.
+// newGateway is New(cfg, o), with a silent logger unless o names one and
+// every backend kind unless o names some, closed when the test ends.
 func newGateway(t *testing.T, cfg *config.Config, o Options) *Gateway {
 	t.Helper()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Kinds == nil {
+		o.Kinds = kinds.All()
 	}
 	g, err := New(cfg, o)
 	if err != nil {
@@ -95,7 +99,7 @@ func TestRemovedMemberClosesWhenItsHandlesDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	grp := g.groups["pool"]
-	if m := grp.current(); len(m) != 1 || m[0].config.URL != urlB {
+	if m := grp.current(); len(m) != 1 || m[0].entry.URL != urlB {
 		t.Fatalf("after the reload the group is %v", m)
 	}
 	time.Sleep(300 * time.Millisecond) // time for a wrong close to happen

@@ -13,6 +13,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -31,7 +32,7 @@ func serveConfig(t *testing.T, src string, logs io.Writer) (gw *gateway.Gateway,
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err = gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	gw, err = gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Kinds: kinds.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/connlimit"
+	"github.com/supolka/codemode-gateway/internal/serving"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
@@ -164,7 +165,7 @@ func (g *Gateway) authenticate(st *state) func(http.Handler) http.Handler {
 			cred, err := auth.FromRequest(r)
 			var id auth.Identity
 			if err == nil {
-				id, err = st.cfg.Authenticator.Authenticate(r.Context(), cred.Token)
+				id, err = st.authn.Authenticate(r.Context(), cred.Token)
 			}
 			if err != nil {
 				tenant := st.knownTenant(auth.TenantOf(err))
@@ -307,7 +308,7 @@ func (g *Gateway) serveRoute(st *state) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
 		rt, id := valueOf[chosenRoute](req), valueOf[auth.Identity](req)
-		connID := requestID()
+		connID := serving.RequestID()
 		log := valueOf[*tenant](req).log.With("connection", connID, "path", req.URL.Path, "kind", rt.cfg.Kind, "credential", id.Credential)
 		switch rt.cfg.Kind {
 		case "executor":
@@ -334,7 +335,7 @@ func (g *Gateway) serveSession(w http.ResponseWriter, req *http.Request, st *sta
 	if rt.proto != "" {
 		opts.Subprotocols = []string{rt.proto}
 	}
-	base, span := g.tracing.StartConnection(withConnectionID(g.base, connID), req.Header,
+	base, span := g.tracing.StartConnection(serving.WithConnectionID(g.base, connID), req.Header,
 		telemetry.Tenant.String(t.name), telemetry.URLPath.String(req.URL.Path), telemetry.Subprotocol.String(rt.proto))
 	defer span.End()
 	sess, err := capnweb.Accept(w, req, t.api.Target(), executorapi.SessionOptions(capnweb.Options{

@@ -3,19 +3,16 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/supolka/codemode-gateway/backends/local"
-	"github.com/supolka/codemode-gateway/backends/remote"
+	"github.com/supolka/codemode-gateway/executorserver"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	itestutil "github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -32,24 +29,25 @@ func tenancyCtx(t *testing.T) context.Context {
 // makes one (without keys, so it trusts every caller as its gateway), on
 // the real local backend.
 type memberRig struct {
-	url  string
-	pool *local.Executor
-	srv  *ExecutorServer
+	url     string
+	pool    *local.Executor
+	srv     *executorserver.Server
+	tenants *executorserver.MemberTenants
 }
 
 func startMember(t *testing.T, maxWorkers, memoryMB int) *memberRig {
 	t.Helper()
-	tenants := NewMemberTenants()
+	tenants := executorserver.NewMemberTenants()
 	log := slog.New(slog.DiscardHandler)
 	pool, err := local.New(local.Options{MaxWorkers: maxWorkers, MemoryLimitMB: memoryMB, Shares: tenants.Share, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewExecutorServer(pool, tenants, log, "v-test")
+	srv := executorserver.New(pool, tenants, log, "v-test")
 	api := srv.API(executorapi.ServerOptions{})
 	hs := httptest.NewServer(api)
 	t.Cleanup(func() { hs.Close(); api.Close(); srv.Close() })
-	return &memberRig{url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/", pool: pool, srv: srv}
+	return &memberRig{url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/", pool: pool, srv: srv, tenants: tenants}
 }
 
 // tenancyGateway is a gateway whose tenants a and b run on one remote
@@ -111,10 +109,10 @@ func TestRemoteTenantsHoldWorkersOfTheirOwnOnTheMember(t *testing.T) {
 	if len(tw) != 2 || len(tw["a"]) != 1 || len(tw["b"]) != 1 || tw["a"][0] == tw["b"][0] {
 		t.Fatalf("the member's worker processes by tenant: %v, want one of its own for each of a and b", tw)
 	}
-	if got := m.srv.tenants.Share("a"); got != (local.Share{Weight: 3, CPUSlots: 1}) {
+	if got := m.tenants.Share("a"); got != (local.Share{Weight: 3, CPUSlots: 1}) {
 		t.Fatalf("the member's share of a: %+v", got)
 	}
-	if got := m.srv.tenants.Share("b"); got != (local.Share{Weight: 1}) {
+	if got := m.tenants.Share("b"); got != (local.Share{Weight: 1}) {
 		t.Fatalf("the member's share of b: %+v", got)
 	}
 	close(release)
@@ -123,11 +121,12 @@ func TestRemoteTenantsHoldWorkersOfTheirOwnOnTheMember(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	scrape := httptest.NewRecorder()
+	m.srv.AdminHandler("").ServeHTTP(scrape, httptest.NewRequest("GET", "/metrics", nil))
 	for _, tn := range []string{"a", "b"} {
-		var c dto.Metric
-		m.srv.executions.WithLabelValues(tn, ExecutorServerBackend, "ok").Write(&c)
-		if n := c.GetCounter().GetValue(); n != 1 {
-			t.Fatalf("the member counted %v executions of %s, want 1", n, tn)
+		want := fmt.Sprintf(`codemode_executions_total{backend=%q,outcome="ok",tenant=%q} 1`, executorserver.Backend, tn)
+		if !slices.Contains(strings.Split(scrape.Body.String(), "\n"), want) {
+			t.Fatalf("the member did not count one execution of %s: no line %s in:\n%s", tn, want, scrape.Body.String())
 		}
 	}
 }
@@ -189,58 +188,5 @@ func TestRemoteMemberRefusesSettingsItCannotHonour(t *testing.T) {
 	}
 	if res, err := st.tenants["b"].Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 2"}); err != nil || res.ResultJSON != "2" {
 		t.Fatalf("b: %+v, %v", res, err)
-	}
-}
-
-// Each refusal of MemberAPI, its whole text.
-func TestMemberAPIRefusals(t *testing.T) {
-	m := startMember(t, 2, 64)
-	httpURL := "http" + strings.TrimPrefix(m.url, "ws")
-	for _, c := range []struct{ tenant, policy, want string }{
-		{"a", `{"memoryMB":128}`, `executor server refused tenant "a"'s settings: memoryMB 128 is above this executor server's memory limit of 64 MB (--memory-mb); a tenant can only lower it`},
-		{"a", `{"memoryMB":8}`, `executor server refused tenant "a"'s settings: memoryMB 8 is too small for a JavaScript runtime; use at least 16`},
-		{"a", `{"weight":1001}`, `executor server refused tenant "a"'s settings: weight 1001 is not a weight: use a number above 0 and at most 1000`},
-		{"a", `{"cpuSlots":-1}`, `executor server refused tenant "a"'s settings: cpuSlots -1 must not be negative`},
-		{"a", `{"nativeAllow":["10.0.0.0/8"]}`, `executor server refused tenant "a"'s settings: this executor server does not know the setting "nativeAllow"; upgrade it, or leave the setting out`},
-		{"a", `[1]`, `executor server refused tenant "a"'s settings: Codemode-Tenant-Policy is not a JSON object of tenant settings`},
-		{"", `{"weight":2}`, `Codemode-Tenant-Policy needs Codemode-Tenant: the settings are a tenant's`},
-	} {
-		req, _ := http.NewRequest("GET", httpURL, nil)
-		req.Header.Set(TenantHeader, c.tenant)
-		req.Header.Set(TenantPolicyHeader, c.policy)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 400 || string(body) != c.want+"\n" {
-			t.Errorf("%s %s: %d %q, want 400 %q", c.tenant, c.policy, resp.StatusCode, body, c.want)
-		}
-	}
-}
-
-// A member's session reaches only its own tenant's retained executions.
-func TestMemberKeepsRetainedExecutionsToTheirTenant(t *testing.T) {
-	m := startMember(t, 2, 0)
-	ctx := tenancyCtx(t)
-	dial := func(tenant string) *remote.Executor {
-		ex, err := remote.Dial(ctx, m.url, remote.Options{Header: http.Header{TenantHeader: {tenant}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ex.Close() })
-		return ex
-	}
-	a, b := dial("a"), dial("b")
-	res, err := a.Execute(ctx, &protocol.ExecuteRequest{Code: "async () => (req) => new Response('ok')", RetainHandles: true})
-	if err != nil || res.ExecutionID == "" {
-		t.Fatalf("no grant: %+v, %v", res, err)
-	}
-	if err := b.CloseHandles(ctx, res.ExecutionID); protocol.CodeOf(err) != protocol.CodeHandlesClosed {
-		t.Fatalf("b closed a's handles: %v", err)
-	}
-	if err := dial("a").CloseHandles(ctx, res.ExecutionID); err != nil {
-		t.Fatalf("another session of a could not close them: %v", err)
 	}
 }

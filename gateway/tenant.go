@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
@@ -12,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/internal/serving"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -39,7 +38,7 @@ type tenant struct {
 	// still counted. unanswered is what a drain waits on: an execution leaves
 	// it once its answer is queued for the client.
 	running     atomic.Int64
-	unanswered  inFlightCount
+	unanswered  serving.InFlight
 	connections atomic.Int64
 	api         *executorapi.Server
 
@@ -185,7 +184,7 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 		// timers between them) is the tenant's too: its usage series and
 		// its run-clock budget.
 		p.Usage = func(u *protocol.Usage) {
-			t.m.usage.observeRetained(t.name, u)
+			t.m.usage.ObserveRetained(t.name, u)
 			t.settings.Load().budget.charge(t.now(), u.RunClock)
 			if caller.Usage != nil {
 				caller.Usage(u)
@@ -219,14 +218,14 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 	if err == nil {
 		t.settings.Load().budget.charge(t.now(), runClockOf(res))
 	}
-	oc := outcome(res, err)
+	oc := serving.Outcome(res, err)
 	t.m.executions.WithLabelValues(t.name, set.group.name, oc).Inc()
 	t.m.wall.WithLabelValues(t.name, set.group.name).Observe(wall.Seconds())
 	if err == nil && runClockOf(res) > 0 {
 		t.m.runClock.WithLabelValues(t.name, set.group.name).Observe(runClockOf(res).Seconds())
 	}
 	if err == nil && res.Usage != nil {
-		t.m.usage.observe(t.name, res.Usage)
+		t.m.usage.Observe(t.name, res.Usage)
 	}
 	if err == nil && reportsQueueWait(m) {
 		t.m.queueWait.WithLabelValues(t.name, set.group.name).Observe(res.QueueWait.Seconds())
@@ -246,7 +245,7 @@ func (t *tenant) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, 
 	if logged == "" {
 		logged = set.group.name // no member took it: the group it was for
 	}
-	logExecution(ctx, t.log, logged, oc, wall, err == nil && res.ExecutionID != "")
+	serving.LogExecution(ctx, t.log, logged, oc, wall, err == nil && res.ExecutionID != "")
 	if err != nil {
 		return nil, err
 	}
@@ -337,10 +336,3 @@ func (t *tenant) CloseHandles(ctx context.Context, id string) error {
 
 // Close implements protocol.Executor; the gateway closes the backends.
 func (t *tenant) Close() error { return t.api.Close() }
-
-// requestID names one execution in the logs.
-func requestID() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 )
@@ -30,27 +28,6 @@ func (g *Gateway) stopTracing() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return g.tracing.Shutdown(ctx)
-}
-
-type connectionIDKey struct{}
-
-// withConnectionID lets the calls of a connection name it in their log
-// lines.
-func withConnectionID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, connectionIDKey{}, id)
-}
-
-// logIDs are the ids that join an execution's log line to its connection's
-// and to its trace.
-func logIDs(ctx context.Context) []any {
-	var out []any
-	if id, ok := ctx.Value(connectionIDKey{}).(string); ok {
-		out = append(out, slog.String("connection", id))
-	}
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		out = append(out, slog.String("trace", sc.TraceID().String()))
-	}
-	return out
 }
 
 // millis is a duration as the logs write it: milliseconds.

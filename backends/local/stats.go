@@ -7,54 +7,20 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/supolka/codemode-gateway/backends/poolstats"
 )
 
-// Stats counts what the pool has done since New, for metrics and tests.
-type Stats struct {
-	WorkersStarted int64 // worker processes that became ready
-	WorkersCrashed int64 // executions failed with WORKER_CRASHED, and starts that failed (deprecated: WorkerDeaths, ExecutionsLost)
-	TimeoutKills   int64 // workers killed for a run that held the CPU past its deadline or its cancel
-	RSSKills       int64 // workers killed by the parent's RSS poll
-	OutOfMemory    int64 // workers whose runtime died refusing an allocation (RLIMIT_AS)
-	HeapLimits     int64 // runs and sessions the in-worker memory watchdog ended
-	QueueOverflows int64 // executions refused at the queue bound
-	QueueTimeouts  int64 // executions that waited the queue's bound and were refused
-	HandlesGranted int64 // executions that retained their handles
-	HandlesExpired int64 // retained executions closed at the idle bound
-
-	// WorkerDeaths counts worker processes that ended other than by the
-	// pool's retiring them or the executor's closing, and starts that
-	// failed, by tenant and cause; ExecutionsLost counts executions, by
-	// tenant, that failed with WORKER_CRASHED because their worker died.
-	// Both are sorted.
-	WorkerDeaths   []WorkerDeaths
-	ExecutionsLost []TenantCount
-
-	// Gauges, as they are at the moment of the call.
-	WorkersAlive int    // worker processes alive or being started
-	Spares       int    // warm worker processes no tenant holds yet
-	Busy         int    // worker processes hosting at least one execution
-	Runs         int    // executions on workers, retained ones included
-	Parked       int    // executions waiting on their host (a tool call, an outbound request)
-	Retained     int    // retained executions
-	Invocations  int    // invocations of retained executions waiting for the one before them
-	Queued       int    // executions waiting for room
-	Tenants      int    // tenants holding a worker or waiting for one
-	MemoryBytes  uint64 // resident memory of the worker processes, as last polled
-	MaxWorkers   int    // the ceiling of worker processes
-	// TenantWorkers are, per tenant holding any, the process ids of the
-	// worker processes it holds: no pid is ever under two tenants.
-	TenantWorkers map[string][]int
-}
+// Stats counts what the pool has done since New, for metrics and tests
+// (poolstats.Stats, so that what reports it need not import this package).
+type Stats = poolstats.Stats
 
 // WorkerDeaths is how many of a tenant's worker processes died of one
-// cause. Tenant is "" for a spare no tenant held yet, and for a start that
-// failed.
-type WorkerDeaths struct {
-	Tenant string
-	Cause  string // DeathCauses
-	Count  int64
-}
+// cause (poolstats.WorkerDeaths).
+type WorkerDeaths = poolstats.WorkerDeaths
+
+// TenantCount is a count of one tenant's (poolstats.TenantCount).
+type TenantCount = poolstats.TenantCount
 
 // DeathCauses are the causes WorkerDeaths counts: the parent killed the
 // worker for its RSS or a memory cancel it ignored (rss), for a run stuck
@@ -62,12 +28,6 @@ type WorkerDeaths struct {
 // (protocol); its runtime ran out of its address space (rlimit); it exited
 // or was killed by anything else (crashed); it did not start (start).
 var DeathCauses = []string{"rss", "timeout", "protocol", "rlimit", "crashed", "start"}
-
-// TenantCount is a count of one tenant's.
-type TenantCount struct {
-	Tenant string
-	Count  int64
-}
 
 type stats struct {
 	workersStarted, workersCrashed, timeoutKills, rssKills, outOfMemory, heapLimits atomic.Int64

@@ -17,6 +17,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -228,7 +229,7 @@ func serveExampleAdmin(t *testing.T, adminLines func(port string) string) (path 
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(cfg, gateway.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	gw, err := gateway.New(cfg, gateway.Options{ConfigPath: path, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Kinds: kinds.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

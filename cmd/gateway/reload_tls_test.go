@@ -13,6 +13,7 @@ import (
 
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 )
 
 // An admin listener with a certificate the system does not trust is
@@ -22,7 +23,7 @@ func TestReloadTrustsTheCertificateGivenWithCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(cfg, gateway.Options{ConfigPath: "../../config.example.yaml", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	gw, err := gateway.New(cfg, gateway.Options{ConfigPath: "../../config.example.yaml", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Kinds: kinds.All()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,11 @@ import (
 	"github.com/supolka/codemode-gateway/auth"
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/capnweb"
+	"github.com/supolka/codemode-gateway/executorserver"
 	"github.com/supolka/codemode-gateway/gateway"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/connlimit"
+	"github.com/supolka/codemode-gateway/gateway/kinds"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -68,7 +70,7 @@ backend instead, without a configuration file (serve --executor-server -h).`)
 	}
 	override(cfg)
 	logger := newLogger(cfg.Log, stderr)
-	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: runningVersion()})
+	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: runningVersion(), Kinds: kinds.All()})
 	if err != nil {
 		logger.Error("gateway serve failed", "error", err)
 		return 1
@@ -303,7 +305,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	var keys *auth.APIKeys
 	if len(hashes) > 0 {
 		var err error
-		if keys, err = executorKeys(hashes); err != nil {
+		if keys, err = executorserver.Keys(hashes); err != nil {
 			fmt.Fprintln(stderr, "gateway serve:", err)
 			return 2
 		}
@@ -316,8 +318,8 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		*maxWorkers = *pool
 	}
 	// The gateway names each session's tenant and its settings
-	// (gateway.TenantHeader): tenants hold worker processes of their own.
-	tenants := gateway.NewMemberTenants()
+	// (executorserver.TenantHeader): tenants hold worker processes of their own.
+	tenants := executorserver.NewMemberTenants()
 	pl, err := local.New(local.Options{
 		MaxWorkers: *maxWorkers, QueueBound: *queue, MemoryLimitMB: *memory, DefaultTimeoutMs: *timeout, Logger: logger,
 		WorkerUser: *workerUser, NoSeccomp: *noSeccomp, Shares: tenants.Share,
@@ -326,7 +328,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway serve:", err)
 		return 1
 	}
-	exec := gateway.NewExecutorServer(pl, tenants, logger, runningVersion())
+	exec := executorserver.New(pl, tenants, logger, runningVersion())
 	defer exec.Close()
 	tr, err := telemetry.Start(telemetry.Settings{Enabled: *tracing, ServiceName: "codemode-executor-server", Version: runningVersion(), Logger: logger})
 	if err != nil {
@@ -359,7 +361,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	mux := http.NewServeMux()
-	mux.Handle(*path, requireKey(keys, api))
+	mux.Handle(*path, executorserver.RequireKey(keys, api))
 	// Tests and scripts read the addresses from these lines.
 	fmt.Fprintf(stdout, "executor server listening on ws://%s%s\n", ln.Addr(), *path)
 	logger.Info("executor server started", "addr", ln.Addr().String(), "path", *path, "auth", keys != nil)
@@ -382,54 +384,6 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	exec.Drain(drainCtx)
 	shutdown(logger, 5*time.Second, srv, adminSrv)
 	return 0
-}
-
-// executorKeys are the keys of the --key-hash flags.
-func executorKeys(hashes []string) (*auth.APIKeys, error) {
-	list := make([]auth.APIKey, len(hashes))
-	for i, h := range hashes {
-		list[i] = auth.APIKey{Name: fmt.Sprintf("key-%d", i+1), Tenant: "executor-server"}
-		var err error
-		if list[i].Hash, err = auth.ParseKeyHash(h); err != nil {
-			return nil, fmt.Errorf("auth: API key %q: %w", list[i].Name, err)
-		}
-	}
-	return auth.NewAPIKeys(list)
-}
-
-// unkeyedTenantText answers a caller that names a tenant without a member
-// key.
-const unkeyedTenantText = "the Codemode-Tenant and Codemode-Tenant-Policy headers are trusted only from a caller presenting a member key (--key-hash): only the gateway may name a tenant"
-
-// requireKey answers 401 before any upgrade unless the request carries one
-// of keys (nil: no credential needed).
-func requireKey(keys *auth.APIKeys, next http.Handler) http.Handler {
-	if keys == nil {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			connlimit.Authenticated(r.Context())
-			next.ServeHTTP(w, r)
-		})
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cred, err := auth.FromRequest(r)
-		if err == nil {
-			_, err = keys.Authenticate(r.Context(), cred.Token)
-		}
-		if err != nil {
-			text := "a valid bearer credential is required"
-			if r.Header.Get(gateway.TenantHeader) != "" || r.Header.Get(gateway.TenantPolicyHeader) != "" {
-				// Only the gateway, with its member key, may say whose
-				// session this is.
-				text = unkeyedTenantText
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="codemode-executor"`)
-			w.Header().Set("Connection", "close") // no idle connection after a refusal
-			http.Error(w, text, http.StatusUnauthorized)
-			return
-		}
-		connlimit.Authenticated(r.Context())
-		next.ServeHTTP(w, r)
-	})
 }
 
 func isLoopback(addr string) bool {

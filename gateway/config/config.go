@@ -56,10 +56,18 @@ type Config struct {
 	// Digest names the file's bytes in logs (the first 16 hex digits of
 	// their SHA-256). Set by Parse.
 	Digest string `yaml:"-"`
-	// Authenticator checks the tenants' credentials: their API keys and,
-	// with a jwt section, JWTs. Validation builds it, reading the keys
-	// (the JWKS file) once; the gateway serves with it.
-	Authenticator auth.Authenticator `yaml:"-"`
+	// Credentials are the tenants' credentials as validation checked
+	// them; the gateway builds its authenticator from them.
+	Credentials Credentials `yaml:"-"`
+}
+
+// Credentials are what an authenticator is built from: the API keys every
+// tenant declared and, with a jwt section, the JWT settings with their
+// secret read from the environment and the JWKS file's path resolved.
+type Credentials struct {
+	Keys []auth.APIKey
+	// JWT is nil without a jwt section.
+	JWT *auth.JWTConfig
 }
 
 // Admin is the operator's listener: /metrics, /healthz, /readyz.

@@ -465,8 +465,12 @@ func TestValidationKeepsWhatItParsed(t *testing.T) {
 	if got, want := fmt.Sprint(cfg.Routes[0].Origins), `[{https *.example.com} { \[::1\]:8000}]`; got != want {
 		t.Errorf("allowedOrigins parsed as %s, want %s", got, want)
 	}
-	if id, err := cfg.Authenticator.Authenticate(context.Background(), key); err != nil || id.Tenant != "demo" || id.Credential != "k" {
-		t.Errorf("the built authenticator answered %+v, %v", id, err)
+	keys, err := auth.NewAPIKeys(cfg.Credentials.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := keys.Authenticate(context.Background(), key); err != nil || id.Tenant != "demo" || id.Credential != "k" {
+		t.Errorf("the keys validation read answered %+v, %v", id, err)
 	}
 }
 
@@ -517,5 +521,31 @@ func TestNoFollowOnProblemsOfAKeyThatDidNotDecode(t *testing.T) {
 	}
 	if got := problems(t, src, 2); !slices.Equal(got, want) {
 		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The jwt section comes back as the settings a verifier is built from: the
+// secret read from its variable.
+func TestTheJWTSectionIsReturnedAsSettings(t *testing.T) {
+	src := good + "jwt:\n  issuer: i\n  audience: a\n  tenantClaim: app\n  leeway: 5s\n  hmacSecretEnv: GW_SECRET\n"
+	secret := "0123456789abcdef0123456789abcdef"
+	cfg, err := Parse("c.yaml", []byte(src), func(k string) string {
+		if k == "GW_SECRET" {
+			return secret
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := cfg.Credentials.JWT
+	if j == nil {
+		t.Fatal("no JWT settings returned")
+	}
+	if j.Issuer != "i" || j.Audience != "a" || j.TenantClaim != "app" || j.Leeway != 5*time.Second || string(j.HMACSecret) != secret {
+		t.Errorf("JWT settings %+v", *j)
+	}
+	if len(cfg.Credentials.Keys) != 1 || cfg.Credentials.Keys[0].Name != "k" || cfg.Credentials.Keys[0].Tenant != "demo" {
+		t.Errorf("keys %+v", cfg.Credentials.Keys)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -178,9 +179,8 @@ func (v *validator) validate(c *Config) {
 		v.backend(path, b)
 	}
 
-	var jwt *auth.JWTVerifier
 	if c.JWT != nil {
-		jwt = v.jwt(c, c.JWT)
+		c.Credentials.JWT = v.jwt(c, c.JWT)
 	}
 
 	tenants := map[string]bool{}
@@ -230,7 +230,7 @@ func (v *validator) validate(c *Config) {
 		}
 	}
 	v.capacity(c)
-	c.Authenticator = authenticator(keys, jwt)
+	c.Credentials.Keys = keys
 
 	if len(c.Routes) == 0 {
 		v.add("routes", "declare at least one route, e.g. {path: /v1/executor, kind: executor}")
@@ -430,21 +430,9 @@ func (v *validator) discover(path string, d *Discover) {
 	}
 }
 
-// authenticator checks the keys and JWTs validation built. A key that
-// NewAPIKeys would refuse (no name, no tenant, a hash twice) is a problem
-// reported above, and a file with problems serves nothing: nil.
-func authenticator(keys []auth.APIKey, jwt *auth.JWTVerifier) auth.Authenticator {
-	ak, err := auth.NewAPIKeys(keys)
-	if err != nil {
-		return nil
-	}
-	if jwt == nil {
-		return auth.Chain{ak}
-	}
-	return auth.Chain{ak, jwt}
-}
-
-func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
+// jwt checks the jwt section by building a verifier of it, whose problems
+// it reports each at its key, and returns the settings it was built from.
+func (v *validator) jwt(c *Config, j *JWT) *auth.JWTConfig {
 	cfg := auth.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, TenantClaim: j.TenantClaim, PublicKeysPEM: j.PublicKeys, Leeway: j.Leeway.Std()}
 	// An unset secret variable is said here; the rest of the section is
 	// still checked, without that key.
@@ -457,15 +445,27 @@ func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
 			cfg.HMACSecret = []byte(secret)
 		}
 	}
+	// The JWKS file is read here, once: the gateway builds its verifier
+	// from these bytes, so a file gone or changed since serves the keys
+	// that were checked.
+	jwksUnread := false
 	if j.JWKSFile != "" {
 		cfg.JWKSFile = c.Resolve(j.JWKSFile)
+		data, err := os.ReadFile(cfg.JWKSFile)
+		if err != nil {
+			v.add("jwt.jwksFile", "%v", err)
+			jwksUnread = true
+			cfg.JWKSFile = "" // said; the rest is still checked
+		} else {
+			cfg.JWKS = append([]byte{}, data...) // never nil: read
+		}
 	}
-	verifier, err := auth.NewJWTVerifier(cfg)
+	_, err := auth.NewJWTVerifier(cfg)
 	if err == nil {
-		if secretUnset {
+		if secretUnset || jwksUnread {
 			return nil // built from the other keys, but the file is refused
 		}
-		return verifier
+		return &cfg
 	}
 	// Each problem at the key it is about.
 	errs := []error{err}
@@ -473,8 +473,8 @@ func (v *validator) jwt(c *Config, j *JWT) *auth.JWTVerifier {
 		errs = joined.Unwrap()
 	}
 	for _, e := range errs {
-		if secretUnset && errors.Is(e, auth.ErrNoJWTKey) {
-			continue // the unset variable, said above, is the missing key
+		if (secretUnset || jwksUnread) && errors.Is(e, auth.ErrNoJWTKey) {
+			continue // the unset variable or unread file, said above, is the missing key
 		}
 		var ce *auth.JWTConfigError
 		if !errors.As(e, &ce) {

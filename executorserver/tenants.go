@@ -1,4 +1,4 @@
-package gateway
+package executorserver
 
 import (
 	"bytes"
@@ -47,8 +47,8 @@ type MemberPolicy struct {
 // gateway's setting this member cannot apply is refused, never ignored.
 var memberPolicyKeys = []string{"memoryMB", "weight", "cpuSlots"}
 
-// header is p as TenantPolicyHeader carries it.
-func (p MemberPolicy) header() string {
+// Header is p as TenantPolicyHeader carries it.
+func (p MemberPolicy) Header() string {
 	b, _ := json.Marshal(p) // three numbers: cannot fail
 	return string(b)
 }
@@ -60,7 +60,7 @@ type MemberTenants struct {
 	mu     sync.Mutex
 	byName map[string]MemberPolicy
 	// limits are the member's own bounds a setting must stay within, from
-	// its local backend (NewExecutorServer).
+	// its local backend (New).
 	memoryMB, maxWorkers int
 }
 
@@ -143,7 +143,7 @@ func validTenantName(s string) bool {
 // server per tenant, so that a session reaches only its own tenant's
 // retained executions.
 type MemberAPI struct {
-	s    *ExecutorServer
+	s    *Server
 	opts executorapi.ServerOptions
 
 	mu       sync.Mutex
@@ -151,7 +151,7 @@ type MemberAPI struct {
 }
 
 // API is the ExecutorApi handler of s: put it behind the member-key check.
-func (s *ExecutorServer) API(opts executorapi.ServerOptions) *MemberAPI {
+func (s *Server) API(opts executorapi.ServerOptions) *MemberAPI {
 	return &MemberAPI{s: s, opts: opts, byTenant: map[string]*executorapi.Server{}}
 }
 
@@ -209,7 +209,7 @@ func (a *MemberAPI) Close() error {
 // every execution runs as the tenant, under its memory limit, and only the
 // tenant's own retained executions are reachable.
 type tenantExecutor struct {
-	s      *ExecutorServer
+	s      *Server
 	tenant string
 
 	mu    sync.Mutex

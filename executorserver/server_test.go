@@ -1,4 +1,4 @@
-package gateway_test
+package executorserver_test
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local"
-	"github.com/supolka/codemode-gateway/gateway"
+	"github.com/supolka/codemode-gateway/executorserver"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -119,25 +120,36 @@ func TestExecutorServerDrainStopsAtItsBound(t *testing.T) {
 
 // executorServer is an executor server on a local backend of maxWorkers
 // worker processes, logging to w, closed when the test ends.
-func executorServer(t *testing.T, maxWorkers int, w io.Writer) *gateway.ExecutorServer {
+func executorServer(t *testing.T, maxWorkers int, w io.Writer) *executorserver.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(w, nil))
 	pool, err := local.New(local.Options{MaxWorkers: maxWorkers, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := gateway.NewExecutorServer(pool, gateway.NewMemberTenants(), log, "v-test")
+	srv := executorserver.New(pool, executorserver.NewMemberTenants(), log, "v-test")
 	t.Cleanup(func() { srv.Close() })
 	return srv
 }
 
 // holdHandle grants a retained execution on srv whose handler answers
 // "held", and returns its executionId.
-func holdHandle(t *testing.T, ctx context.Context, srv *gateway.ExecutorServer) string {
+func holdHandle(t *testing.T, ctx context.Context, srv *executorserver.Server) string {
 	t.Helper()
 	grant, err := srv.Execute(ctx, &protocol.ExecuteRequest{Code: `async () => (req) => new Response("held")`, RetainHandles: true})
 	if err != nil || grant.ExecutionID == "" {
 		t.Fatalf("no grant: %+v, %v", grant, err)
 	}
 	return grant.ExecutionID
+}
+
+func TestMain(m *testing.M) {
+	local.RunWorkerIfRequested() // the local backend re-executes this binary
+	os.Exit(m.Run())
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -1,7 +1,8 @@
-package gateway
+package kinds
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"maps"
 	"net/http"
@@ -9,22 +10,48 @@ import (
 	"sync"
 
 	"github.com/supolka/codemode-gateway/backends/remote"
-	"github.com/supolka/codemode-gateway/capnweb"
+	"github.com/supolka/codemode-gateway/executorserver"
 	"github.com/supolka/codemode-gateway/gateway/config"
+	"github.com/supolka/codemode-gateway/gateway/upstream"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
+// Remote makes the member of a remote group's entry m: an executor server,
+// reached by one session per tenant.
+func Remote(b config.Backend, m config.RemoteMember, env upstream.Env) (protocol.PolicyExecutor, error) {
+	h := http.Header{}
+	if m.Key != "" {
+		h.Set("Authorization", "Bearer "+m.Key)
+	}
+	// No retries inside a member: execute moves a refused run to the next
+	// member at once, and the tenant's client retries what none took.
+	opts := remote.Options{Header: h, DialTimeout: b.Remote.DialTimeout.Std(), Retry: remote.Retry{Attempts: 1}}
+	if m.ServerName != "" {
+		opts.HTTPClient = serverNameClient(m.ServerName)
+	}
+	return newMemberSessions(m.URL, opts, func(tenant string) executorserver.MemberPolicy { return memberPolicy(env.Policy(tenant)) }), nil
+}
+
+// serverNameClient dials a wss:// member at its address and checks its
+// certificate against name.
+func serverNameClient(name string) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: t}
+}
+
 // memberSessions are a remote member's sessions: one per tenant, each
 // naming its tenant and the tenant's settings in the upgrade's headers
-// (TenantHeader), beside the member key. A session whose tenant's settings
-// a reload changed is replaced by one that sends the new ones; the old one
-// stays open for what runs on it until the member closes. Handles live on
-// the member per tenant, so any session of the tenant reaches them.
+// (executorserver.TenantHeader), beside the member key. A session whose
+// tenant's settings a reload changed is replaced by one that sends the new
+// ones; the old one stays open for what runs on it until the member closes.
+// Handles live on the member per tenant, so any session of the tenant
+// reaches them.
 type memberSessions struct {
 	url  string
 	opts remote.Options
 	// policyOf is a tenant's settings as the current configuration says.
-	policyOf func(tenant string) MemberPolicy
+	policyOf func(tenant string) executorserver.MemberPolicy
 	// health is a session that names no tenant, for health checks.
 	health *remote.Executor
 
@@ -35,11 +62,11 @@ type memberSessions struct {
 }
 
 type tenantSession struct {
-	policy MemberPolicy // the settings it sent (TenantPolicyHeader)
+	policy executorserver.MemberPolicy // the settings it sent (executorserver.TenantPolicyHeader)
 	exec   *remote.Executor
 }
 
-func newMemberSessions(url string, opts remote.Options, policyOf func(string) MemberPolicy) *memberSessions {
+func newMemberSessions(url string, opts remote.Options, policyOf func(string) executorserver.MemberPolicy) *memberSessions {
 	return &memberSessions{url: url, opts: opts, policyOf: policyOf, health: remote.New(url, opts), byTenant: map[string]tenantSession{}}
 }
 
@@ -63,8 +90,8 @@ func (s *memberSessions) of(tenant string) *remote.Executor {
 	if h == nil {
 		h = http.Header{}
 	}
-	h.Set(TenantHeader, tenant)
-	h.Set(TenantPolicyHeader, policy.header())
+	h.Set(executorserver.TenantHeader, tenant)
+	h.Set(executorserver.TenantPolicyHeader, policy.Header())
 	opts := s.opts
 	opts.Header = h
 	ts := tenantSession{policy: policy, exec: remote.New(s.url, opts)}
@@ -72,10 +99,14 @@ func (s *memberSessions) of(tenant string) *remote.Executor {
 	return ts.exec
 }
 
-// Ping implements healthChecker on the session that names no tenant.
+// For implements upstream.Tenanted: tenant's session, which reaches its
+// retained executions.
+func (s *memberSessions) For(tenant string) protocol.Executor { return s.of(tenant) }
+
+// Ping implements upstream.Health on the session that names no tenant.
 func (s *memberSessions) Ping(ctx context.Context) error { return s.health.Ping(ctx) }
 
-// Draining implements healthChecker: the member refused an execution as
+// Draining implements upstream.Health: the member refused an execution as
 // draining on one of its current sessions (a tenant's, most often: the
 // health session runs none).
 func (s *memberSessions) Draining() bool {
@@ -103,7 +134,7 @@ func (s *memberSessions) ExecuteWith(ctx context.Context, req *protocol.ExecuteR
 }
 
 // InvokeHandle and CloseHandles without a tenant reach no tenant's
-// handles: the gateway calls them on member.execFor(tenant).
+// handles: the gateway calls them on For(tenant).
 func (s *memberSessions) InvokeHandle(ctx context.Context, id, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
 	return s.health.InvokeHandle(ctx, id, handle, req)
 }
@@ -128,25 +159,7 @@ func (s *memberSessions) Close() error {
 	return errors.Join(errs...)
 }
 
-// execFor is the executor that reaches tenant's retained executions on m.
-func (m *member) execFor(tenant string) protocol.Executor {
-	if s, ok := m.exec.(*memberSessions); ok {
-		return s.of(tenant)
-	}
-	return m.exec
-}
-
 // memberPolicy is the part of a tenant's policy its remote members apply.
-func memberPolicy(p config.Policy) MemberPolicy {
-	return MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
-}
-
-// settingsRefused: the member refused the tenant's settings at connect
-// time (MemberAPI), which says nothing about its health.
-func settingsRefused(err error) (*capnweb.RefusedError, bool) {
-	var re *capnweb.RefusedError
-	if errors.As(err, &re) && re.StatusCode == http.StatusBadRequest {
-		return re, true
-	}
-	return nil, false
+func memberPolicy(p config.Policy) executorserver.MemberPolicy {
+	return executorserver.MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
 }
