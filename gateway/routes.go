@@ -20,6 +20,7 @@ import (
 	"github.com/supolka/codemode-gateway/gateway/connlimit"
 	"github.com/supolka/codemode-gateway/internal/serving"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
+	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
 )
 
@@ -220,8 +221,11 @@ func (g *Gateway) authorize(st *state) func(http.Handler) http.Handler {
 					// the issuer and this file disagree, not the routes.
 					msg = "credential names no configured tenant"
 				}
-				g.log.Info(msg, "path", r.URL.Path, "tenant", id.Tenant)
-				http.Error(w, fmt.Sprintf("tenant %q may not use this route", id.Tenant), http.StatusForbidden)
+				// A token's claim is as long as its issuer made it: cut it
+				// where it is echoed.
+				name := protocol.Echo(id.Tenant)
+				g.log.Info(msg, "path", r.URL.Path, "tenant", name)
+				http.Error(w, fmt.Sprintf("tenant %q may not use this route", name), http.StatusForbidden)
 				return
 			}
 			next.ServeHTTP(w, withValue(r, t))
