@@ -208,8 +208,8 @@ func newGroup(b config.Backend, log *slog.Logger, shares func(tenant string) loc
 		for i, rm := range b.Remote.Members {
 			g.members = append(g.members, g.remote.member(rm, i))
 		}
-		// A remote server applies its own operator's outbound veto.
-		g.nativeOutbound = true
+		// The members apply the group's native settings (memberPolicy).
+		g.nativeOutbound = b.Remote.NativeOutbound
 		g.checkHealth(g.ctx, b.Remote.DialTimeout.Std())
 		g.wg.Add(1)
 		go g.healthLoop(g.ctx, b.Remote.HealthInterval.Std(), b.Remote.DialTimeout.Std())

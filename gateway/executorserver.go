@@ -46,13 +46,14 @@ type PooledExecutor interface {
 	Options() local.Options
 }
 
-// NewExecutorServer observes exec, whose Options.Shares is tenants.Share;
+// NewExecutorServer observes exec, whose Options.Shares is tenants.Share
+// and Options.NativeOf tenants.Native;
 // closing the server closes exec. version is the build's, for
 // codemode_build_info.
 func NewExecutorServer(exec PooledExecutor, tenants *MemberTenants, log *slog.Logger, version string) *ExecutorServer {
 	o := exec.Options()
 	tenants.mu.Lock()
-	tenants.memoryMB, tenants.maxWorkers = o.MemoryLimitMB, o.MaxWorkers
+	tenants.memoryMB, tenants.maxWorkers, tenants.own = o.MemoryLimitMB, o.MaxWorkers, o.Native
 	tenants.mu.Unlock()
 	s := &ExecutorServer{exec: exec, tenants: tenants, log: log, reg: prometheus.NewRegistry(),
 		executions: executionsCounter("tenant", "backend", "outcome"),

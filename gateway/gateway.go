@@ -174,9 +174,13 @@ func (g *Gateway) memberPolicyOf(tenant string) MemberPolicy {
 // that their open connections, counters and retained executions carry over.
 func (g *Gateway) build(cfg *config.Config) (*state, error) {
 	st := &state{cfg: cfg, tenants: map[string]*tenant{}, shares: map[string]local.Share{}, members: map[string]MemberPolicy{}}
+	remotes := map[string]*config.RemoteBackend{}
+	for _, b := range cfg.Backends {
+		remotes[b.Name] = b.Remote
+	}
 	for _, tc := range cfg.Tenants {
 		st.shares[tc.Name] = local.Share{Weight: tc.Policy.Weight, CPUSlots: tc.Policy.CPUSlots}
-		st.members[tc.Name] = memberPolicy(tc.Policy)
+		st.members[tc.Name] = memberPolicy(tc.Policy, remotes[tc.Backend])
 	}
 	st.adminToken = cfg.Admin.Token
 	for _, tc := range cfg.Tenants {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -50,7 +51,7 @@ func (s *memberSessions) of(tenant string) *remote.Executor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.byTenant[tenant]
-	if ok && cur.policy == policy {
+	if ok && cur.policy.equal(policy) {
 		return cur.exec
 	}
 	if s.closed {
@@ -136,9 +137,31 @@ func (m *member) execFor(tenant string) protocol.Executor {
 	return m.exec
 }
 
-// memberPolicy is the part of a tenant's policy its remote members apply.
-func memberPolicy(p config.Policy) MemberPolicy {
-	return MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
+// memberPolicy is the part of a tenant's policy its remote members apply,
+// with its group's native section when both allow native fetch (r is nil
+// for a local group).
+func memberPolicy(p config.Policy, r *config.RemoteBackend) MemberPolicy {
+	mp := MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
+	if r == nil || !r.NativeOutbound || !p.NativeOutbound {
+		return mp
+	}
+	n := r.Native
+	mp.NativeOutbound = true
+	mp.Native = &MemberNative{Deny: cidrs(n.DenyRanges), Allow: cidrs(n.AllowRanges), MaxResponseBytes: n.MaxResponseBytes, MaxRedirects: n.MaxRedirects}
+	if n.RequestTimeout > 0 {
+		mp.Native.RequestTimeout = n.RequestTimeout.Std().String()
+	}
+	mp.NativeDeny = cidrs(p.NativeDenyRanges)
+	return mp
+}
+
+// cidrs are ranges as a member reads them.
+func cidrs(ranges []netip.Prefix) []string {
+	var out []string
+	for _, r := range ranges {
+		out = append(out, r.String())
+	}
+	return out
 }
 
 // settingsRefused: the member refused the tenant's settings at connect
