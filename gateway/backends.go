@@ -126,6 +126,9 @@ type group struct {
 	required bool
 	// remote makes the members of a remote group; nil for a local one.
 	remote *remoteMaker
+	// tenants are the tenants the current configuration puts on the group
+	// (probeTenants); unset until the gateway has a configuration.
+	tenants atomic.Pointer[func() []string]
 	// discovery finds a remote group's members in DNS; nil when they are
 	// listed (or the group is local).
 	discovery *discovery
@@ -271,6 +274,7 @@ func (g *group) checkHealth(ctx context.Context, timeout time.Duration) {
 				m.log.Warn("executor server ejected: health check failed", "error", err)
 			case err == nil && !was:
 				m.log.Info("executor server admitted: health check passed")
+				g.admitted(m)
 			}
 		}()
 	}
@@ -338,7 +342,7 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p pro
 		if re, ok := settingsRefused(err); ok {
 			// The member is healthy; it cannot honour this tenant's
 			// settings. Another member (another version) may.
-			m.log.Error("executor server refused a tenant's settings; fix the tenant's policy or the member's flags", "tenant", p.Tenant, "refusal", re.Text)
+			m.log.Error(settingsRefusedLog, "tenant", p.Tenant, "refusal", re.Text)
 			lastErr = m.forTenant(err)
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/backends/remote"
@@ -21,12 +22,22 @@ import (
 // given as "name backend policy" lines.
 func nativeGateway(t *testing.T, member string, logs *itestutil.Buffer, tenants ...string) *Gateway {
 	t.Helper()
+	return newGateway(t, nativeConfig(t, []string{member}, tenants...), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+}
+
+// nativeConfig is nativeGateway's configuration, with the members given.
+func nativeConfig(t *testing.T, members []string, tenants ...string) *config.Config {
+	t.Helper()
+	var urls []string
+	for _, m := range members {
+		urls = append(urls, fmt.Sprintf("{url: %q}", m))
+	}
 	y := fmt.Sprintf(`listen: 127.0.0.1:0
 backends:
-  - {name: far, type: remote, remote: {members: [{url: %q}], healthInterval: 1h, nativeOutbound: true, native: {allow: [127.0.0.0/8]}}}
+  - {name: far, type: remote, remote: {members: [%s], healthInterval: 1h, nativeOutbound: true, native: {allow: [127.0.0.0/8]}}}
   - {name: near, type: local, local: {maxWorkers: 2, nativeOutbound: true, native: {allow: [127.0.0.0/8]}}}
 tenants:
-`, member)
+`, strings.Join(urls, ", "))
 	for i, tn := range tenants {
 		f := append(strings.SplitN(tn, " ", 3), "")
 		y += fmt.Sprintf("  - {name: %s, backend: %s, keys: [{name: k, hash: sha256:%d6e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb}], policy: {%s}}\n", f[0], f[1], i, f[2])
@@ -36,7 +47,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newGateway(t, cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	return cfg
 }
 
 // fetchCode fetches url natively and answers its text, or the error's.
@@ -135,5 +146,56 @@ func TestMemberWithoutNativeFetchRefusesATenantThatAllowsIt(t *testing.T) {
 	}
 	if res, err := st.tenants["shut"].Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 2"}); err != nil || res.ResultJSON != "2" {
 		t.Fatalf("shut: %+v, %v", res, err)
+	}
+}
+
+// refusalLine matches the gateway's log line for member's refusal of
+// tenant's nativeOutbound, whole.
+func refusalLine(member int, tenant string) *regexp.Regexp {
+	return regexp.MustCompile(fmt.Sprintf(`(?m)^time=\S+ level=ERROR msg="executor server refused a tenant's settings; fix the tenant's policy or the member's flags" backend=far member=%d url=\S+ tenant=%s refusal="executor server refused tenant \\"%s\\"'s settings: nativeOutbound is forbidden on this executor server \(--disable-native-fetch\): its worker processes have no sockets"$`, member, tenant, tenant))
+}
+
+// A member that cannot honour a tenant's settings says so when the gateway
+// starts, before the tenant calls: the gateway opens each tenant's session
+// to each member and logs the refusal at error level, once. A call still
+// fails with the refusal and logs it again.
+func TestMemberRefusalIsLoggedAtStart(t *testing.T) {
+	m := startMemberNative(t, 2, 0, local.NativeOptions{Vetoed: true})
+	var logs itestutil.Buffer
+	g := nativeGateway(t, m.url, &logs, "open far nativeOutbound: true", "shut far")
+	line := refusalLine(0, "open")
+	itestutil.WaitFor(t, 30*time.Second, func() bool { return line.MatchString(logs.String()) }, "the refusal of open's settings in the log:\n%s", &logs)
+	_, err := g.state.Load().tenants["open"].Execute(tenancyCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"})
+	if protocol.CodeOf(err) != protocol.CodeConnectionRejected || err.Error() != refusedText {
+		t.Fatalf("open: %v, want CONNECTION_REJECTED %q", err, refusedText)
+	}
+	if n := len(line.FindAllString(logs.String(), -1)); n != 2 {
+		t.Fatalf("%d refusal lines, want one at start and one at the call, in:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), "tenant=shut") {
+		t.Fatalf("shut, which asks for no native fetch, was refused:\n%s", logs.String())
+	}
+}
+
+// A reload that gives a tenant settings a member cannot honour, and a
+// member a reload adds, are probed at once: each refusal is logged without
+// a call.
+func TestMemberRefusalIsLoggedAtReloadAndWhenItJoins(t *testing.T) {
+	first := startMemberNative(t, 2, 0, local.NativeOptions{Vetoed: true})
+	second := startMemberNative(t, 2, 0, local.NativeOptions{Vetoed: true})
+	var logs itestutil.Buffer
+	g := newGateway(t, nativeConfig(t, []string{first.url}, "later far"), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if res, err := g.state.Load().tenants["later"].Execute(tenancyCtx(t), &protocol.ExecuteRequest{Code: "async () => 1"}); err != nil || res.ResultJSON != "1" {
+		t.Fatalf("later, without native fetch: %+v, %v", res, err)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("an error before the reload:\n%s", logs.String())
+	}
+	if err := g.Reload(nativeConfig(t, []string{first.url, second.url}, "later far nativeOutbound: true")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		line := refusalLine(i, "later")
+		itestutil.WaitFor(t, 30*time.Second, func() bool { return line.MatchString(logs.String()) }, "member %d's refusal in the log:\n%s", i, &logs)
 	}
 }

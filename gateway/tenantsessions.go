@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/capnweb"
@@ -38,6 +39,8 @@ type memberSessions struct {
 type tenantSession struct {
 	policy MemberPolicy // the settings it sent (TenantPolicyHeader)
 	exec   *remote.Executor
+	// probed: a probe had the member's answer on this session.
+	probed *atomic.Bool
 }
 
 func newMemberSessions(url string, opts remote.Options, policyOf func(string) MemberPolicy) *memberSessions {
@@ -47,15 +50,20 @@ func newMemberSessions(url string, opts remote.Options, policyOf func(string) Me
 // of is tenant's session, made (it dials on first use) when there is none
 // with the tenant's current settings.
 func (s *memberSessions) of(tenant string) *remote.Executor {
+	return s.session(tenant).exec
+}
+
+func (s *memberSessions) session(tenant string) tenantSession {
 	policy := s.policyOf(tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.byTenant[tenant]
 	if ok && cur.policy.equal(policy) {
-		return cur.exec
+		return cur
 	}
 	if s.closed {
-		return s.health // closed: fails every call as the other sessions do
+		// Closed: fails every call as the other sessions do.
+		return tenantSession{exec: s.health, probed: &atomic.Bool{}}
 	}
 	if ok {
 		s.replaced = append(s.replaced, cur.exec)
@@ -68,9 +76,76 @@ func (s *memberSessions) of(tenant string) *remote.Executor {
 	h.Set(TenantPolicyHeader, policy.header())
 	opts := s.opts
 	opts.Header = h
-	ts := tenantSession{policy: policy, exec: remote.New(s.url, opts)}
+	ts := tenantSession{policy: policy, exec: remote.New(s.url, opts), probed: &atomic.Bool{}}
 	s.byTenant[tenant] = ts
-	return ts.exec
+	return ts
+}
+
+// probe opens tenant's session, unless a probe already had the member's
+// answer on it, and reports whether the member refused its settings.
+func (s *memberSessions) probe(ctx context.Context, tenant string) (*capnweb.RefusedError, bool) {
+	ts := s.session(tenant)
+	if ts.probed.Load() {
+		return nil, false
+	}
+	err := ts.exec.Ping(ctx)
+	re, refused := settingsRefused(err)
+	if (err == nil || refused) && ts.probed.Swap(true) {
+		return nil, false // another probe had the same answer
+	}
+	return re, refused
+}
+
+// reprobe forgets the probes' answers: the member may have restarted with
+// other flags.
+func (s *memberSessions) reprobe() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ts := range s.byTenant {
+		ts.probed.Store(false)
+	}
+}
+
+// settingsRefusedLog is the gateway's log line when a member refused a
+// tenant's settings, at connect time or at a call.
+const settingsRefusedLog = "executor server refused a tenant's settings; fix the tenant's policy or the member's flags"
+
+// probeTenants opens the sessions of the group's tenants to each of
+// members, so that a member that cannot honour a tenant's settings says so
+// at once, logged at error level, rather than at the tenant's first call
+// (which still fails with refusedText). A member that cannot be reached is
+// the health checks' business.
+func (g *group) probeTenants(members []*member) {
+	of := g.tenants.Load()
+	if of == nil {
+		return
+	}
+	tenants := (*of)()
+	for _, m := range members {
+		s, ok := m.exec.(*memberSessions)
+		if !ok {
+			continue
+		}
+		for _, tn := range tenants {
+			go func() {
+				ctx, cancel := context.WithTimeout(g.ctx, g.remote.dialTimeout)
+				defer cancel()
+				if re, ok := s.probe(ctx, tn); ok {
+					m.log.Error(settingsRefusedLog, "tenant", tn, "refusal", re.Text)
+				}
+			}()
+		}
+	}
+}
+
+// admitted probes a member that passed its health check after failing (or
+// before any): it joined the group, or came back, perhaps restarted with
+// other flags.
+func (g *group) admitted(m *member) {
+	if s, ok := m.exec.(*memberSessions); ok {
+		s.reprobe()
+	}
+	g.probeTenants([]*member{m})
 }
 
 // Ping implements healthChecker on the session that names no tenant.
