@@ -183,9 +183,10 @@ func TestRemoteGroupRefusesSettingsTheMembersCannotHonour(t *testing.T) {
 	}
 	const refusal = `refusal="executor server refused tenant \"gamma\"'s settings: cpuSlots 3 is more worker processes than this executor server may ever start (--max-workers 2)"`
 	// The log reaches this process through a pipe, a moment after the call
-	// failed.
-	testutil.WaitFor(t, 5*time.Second, func() bool { return strings.Count(rt.log.String(), refusal) == 2 },
-		"one refusal line per member in the gateway's log")
+	// failed. Each member's refusal is logged when the gateway opens
+	// gamma's sessions at start, and again at the call.
+	testutil.WaitFor(t, 5*time.Second, func() bool { return strings.Count(rt.log.String(), refusal) == 4 },
+		"two refusal lines per member (at start and at the call) in the gateway's log")
 	res, err := rt.dial(ctx, t, "beta").Execute(ctx, &protocol.ExecuteRequest{Code: "async () => 2"})
 	if err != nil || res.ResultJSON != "2" {
 		t.Fatalf("beta: %+v, %v", res, err)

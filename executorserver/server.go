@@ -51,13 +51,14 @@ type PooledExecutor interface {
 	Options() local.Options
 }
 
-// New observes exec, whose Options.Shares is tenants.Share;
+// New observes exec, whose Options.Shares is tenants.Share and
+// Options.NativeOf tenants.Native;
 // closing the server closes exec. version is the build's, for
 // codemode_build_info.
 func New(exec PooledExecutor, tenants *MemberTenants, log *slog.Logger, version string) *Server {
 	o := exec.Options()
 	tenants.mu.Lock()
-	tenants.memoryMB, tenants.maxWorkers = o.MemoryLimitMB, o.MaxWorkers
+	tenants.memoryMB, tenants.maxWorkers, tenants.own = o.MemoryLimitMB, o.MaxWorkers, o.Native
 	tenants.mu.Unlock()
 	s := &Server{exec: exec, tenants: tenants, log: log, reg: prometheus.NewRegistry(),
 		executions: serving.ExecutionsCounter("tenant", "backend", "outcome"),

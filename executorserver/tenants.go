@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -41,16 +44,63 @@ type MemberPolicy struct {
 	Weight float64 `json:"weight,omitempty"`
 	// CPUSlots is how many worker processes the tenant may hold.
 	CPUSlots int `json:"cpuSlots,omitempty"`
+	// NativeOutbound lets the tenant's programs fetch natively: the gateway
+	// sets it when both the tenant's policy and its group allow it. Without
+	// it the member vetoes native fetch for the tenant.
+	NativeOutbound bool `json:"nativeOutbound,omitempty"`
+	// Native is the group's native section, sent with NativeOutbound.
+	Native *MemberNative `json:"native,omitempty"`
+	// NativeDeny is the tenant policy's nativeDeny, sent with
+	// NativeOutbound: ranges its fetches must not reach even inside
+	// Native.Allow.
+	NativeDeny []string `json:"nativeDeny,omitempty"`
 }
 
-// memberPolicyKeys are the settings this build's members know. A newer
-// gateway's setting this member cannot apply is refused, never ignored.
-var memberPolicyKeys = []string{"memoryMB", "weight", "cpuSlots"}
+// MemberNative is a group's native section (config.NativeFetch) as a
+// member is told it: the same keys and meaning, ranges in CIDR notation
+// and requestTimeout as a Go duration.
+type MemberNative struct {
+	Deny             []string `json:"deny,omitempty"`
+	Allow            []string `json:"allow,omitempty"`
+	MaxResponseBytes int64    `json:"maxResponseBytes,omitempty"`
+	MaxRedirects     int      `json:"maxRedirects,omitempty"`
+	RequestTimeout   string   `json:"requestTimeout,omitempty"`
+}
+
+// memberPolicyKeys and memberNativeKeys are the settings this build's
+// members know. A newer gateway's setting this member cannot apply is
+// refused, never ignored.
+var (
+	memberPolicyKeys = []string{"memoryMB", "weight", "cpuSlots", "nativeOutbound", "native", "nativeDeny"}
+	memberNativeKeys = []string{"deny", "allow", "maxResponseBytes", "maxRedirects", "requestTimeout"}
+)
 
 // Header is p as TenantPolicyHeader carries it.
 func (p MemberPolicy) Header() string {
-	b, _ := json.Marshal(p) // three numbers: cannot fail
+	b, _ := json.Marshal(p) // numbers and strings: cannot fail
 	return string(b)
+}
+
+// Equal: p and q are the same settings.
+func (p MemberPolicy) Equal(q MemberPolicy) bool {
+	if p.Native == nil || q.Native == nil {
+		if p.Native != q.Native {
+			return false
+		}
+	} else if a, b := *p.Native, *q.Native; !slices.Equal(a.Deny, b.Deny) || !slices.Equal(a.Allow, b.Allow) ||
+		a.MaxResponseBytes != b.MaxResponseBytes || a.MaxRedirects != b.MaxRedirects || a.RequestTimeout != b.RequestTimeout {
+		return false
+	}
+	return p.MemoryMB == q.MemoryMB && p.Weight == q.Weight && p.CPUSlots == q.CPUSlots &&
+		p.NativeOutbound == q.NativeOutbound && slices.Equal(p.NativeDeny, q.NativeDeny)
+}
+
+// memberTenant is a tenant's settings on a member, with what they say of
+// native fetch parsed.
+type memberTenant struct {
+	MemberPolicy
+	native local.NativeOptions // Vetoed unless NativeOutbound
+	deny   []netip.Prefix      // NativeDeny
 }
 
 // MemberTenants are the tenants an executor server has been told of, with
@@ -58,15 +108,19 @@ func (p MemberPolicy) Header() string {
 // backend's Options.Shares.
 type MemberTenants struct {
 	mu     sync.Mutex
-	byName map[string]MemberPolicy
+	byName map[string]memberTenant
 	// limits are the member's own bounds a setting must stay within, from
 	// its local backend (New).
 	memoryMB, maxWorkers int
+	// own are the member's native settings (its flags), which sessions
+	// that name no tenant fetch under; own.Vetoed forbids native fetch
+	// to every tenant.
+	own local.NativeOptions
 }
 
 // NewMemberTenants is an empty table.
 func NewMemberTenants() *MemberTenants {
-	return &MemberTenants{byName: map[string]MemberPolicy{}}
+	return &MemberTenants{byName: map[string]memberTenant{}}
 }
 
 // Share is tenant's share of the member's worker processes. The tenant of
@@ -82,13 +136,30 @@ func (m *MemberTenants) Share(tenant string) local.Share {
 	return local.Share{Weight: p.Weight, CPUSlots: p.CPUSlots}
 }
 
-func (m *MemberTenants) memoryOf(tenant string) int {
+// Native is tenant's native settings: the local backend's
+// Options.NativeOf. A session that names no tenant fetches under the
+// member's own; a tenant whose settings do not allow native fetch (or one
+// the member was never told of) has none.
+func (m *MemberTenants) Native(tenant string) local.NativeOptions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.byName[tenant].MemoryMB
+	if tenant == "" {
+		return m.own
+	}
+	t, ok := m.byName[tenant]
+	if !ok {
+		return local.NativeOptions{Vetoed: true}
+	}
+	return t.native
 }
 
-func (m *MemberTenants) set(tenant string, p MemberPolicy) {
+func (m *MemberTenants) of(tenant string) memberTenant {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byName[tenant]
+}
+
+func (m *MemberTenants) set(tenant string, p memberTenant) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.byName[tenant] = p
@@ -96,7 +167,15 @@ func (m *MemberTenants) set(tenant string, p MemberPolicy) {
 
 // parse reads and validates a TenantPolicyHeader value against the
 // member's bounds; its error says which setting this member cannot honour.
-func (m *MemberTenants) parse(v string) (MemberPolicy, error) {
+func (m *MemberTenants) parse(v string) (memberTenant, error) {
+	p, err := m.parsePolicy(v)
+	if err != nil {
+		return memberTenant{}, err
+	}
+	return m.parseNative(p)
+}
+
+func (m *MemberTenants) parsePolicy(v string) (MemberPolicy, error) {
 	var p MemberPolicy
 	if v == "" {
 		return p, nil
@@ -109,6 +188,16 @@ func (m *MemberTenants) parse(v string) (MemberPolicy, error) {
 	for k := range keys {
 		if !slices.Contains(memberPolicyKeys, k) {
 			unknown = append(unknown, k)
+		}
+	}
+	if raw, ok := keys["native"]; ok {
+		var sub map[string]json.RawMessage
+		if json.Unmarshal(raw, &sub) == nil {
+			for k := range sub {
+				if !slices.Contains(memberNativeKeys, k) {
+					unknown = append(unknown, "native."+k)
+				}
+			}
 		}
 	}
 	if len(unknown) > 0 {
@@ -132,6 +221,63 @@ func (m *MemberTenants) parse(v string) (MemberPolicy, error) {
 		return p, fmt.Errorf("cpuSlots %d is more worker processes than this executor server may ever start (--max-workers %d)", p.CPUSlots, m.maxWorkers)
 	}
 	return p, nil
+}
+
+// parseNative checks what p says of native fetch against the member's own
+// flags and parses it.
+func (m *MemberTenants) parseNative(p MemberPolicy) (memberTenant, error) {
+	t := memberTenant{MemberPolicy: p, native: local.NativeOptions{Vetoed: true}}
+	if !p.NativeOutbound {
+		if p.Native != nil || len(p.NativeDeny) > 0 {
+			return t, errors.New("native and nativeDeny bound native fetch, which only nativeOutbound allows; send them with it")
+		}
+		return t, nil
+	}
+	if m.own.Vetoed {
+		return t, errors.New("nativeOutbound is forbidden on this executor server (--disable-native-fetch): its worker processes have no sockets")
+	}
+	var n MemberNative
+	if p.Native != nil {
+		n = *p.Native
+	}
+	var err error
+	t.native = local.NativeOptions{MaxResponseBytes: n.MaxResponseBytes, MaxRedirects: n.MaxRedirects}
+	if t.native.Deny, err = prefixes("native.deny", n.Deny); err != nil {
+		return t, err
+	}
+	if t.native.Allow, err = prefixes("native.allow", n.Allow); err != nil {
+		return t, err
+	}
+	if t.deny, err = prefixes("nativeDeny", p.NativeDeny); err != nil {
+		return t, err
+	}
+	if n.MaxResponseBytes < 0 {
+		return t, fmt.Errorf("native.maxResponseBytes %d must not be negative", n.MaxResponseBytes)
+	}
+	if n.RequestTimeout != "" {
+		d, err := time.ParseDuration(n.RequestTimeout)
+		if err != nil {
+			return t, fmt.Errorf("native.requestTimeout %q is not a duration such as 30s", n.RequestTimeout)
+		}
+		if d < 0 {
+			return t, fmt.Errorf("native.requestTimeout %s must not be negative", n.RequestTimeout)
+		}
+		t.native.RequestTimeout = d
+	}
+	return t, nil
+}
+
+// prefixes parses the CIDR ranges of the setting key.
+func prefixes(key string, list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		r, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q is not a CIDR range such as 10.0.0.0/8", key, s)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // validTenantName: a tenant name a member accepts in TenantHeader.
@@ -222,8 +368,12 @@ func (t *tenantExecutor) Execute(ctx context.Context, req *protocol.ExecuteReque
 
 func (t *tenantExecutor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
 	p.Tenant = t.tenant
-	if m := t.s.tenants.memoryOf(t.tenant); m > 0 && (p.MemoryLimitMB == 0 || m < p.MemoryLimitMB) {
+	set := t.s.tenants.of(t.tenant)
+	if m := set.MemoryMB; m > 0 && (p.MemoryLimitMB == 0 || m < p.MemoryLimitMB) {
 		p.MemoryLimitMB = m
+	}
+	if len(set.deny) > 0 {
+		p.NativeDeny = append(slices.Clone(p.NativeDeny), set.deny...)
 	}
 	// The id is the tenant's from its grant until its handles close, which
 	// may (a crash) come before ExecuteWith returns: gone says so.

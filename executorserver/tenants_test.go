@@ -43,6 +43,13 @@ func TestMemberAPIRefusals(t *testing.T) {
 		{"a", `{"weight":1001}`, `executor server refused tenant "a"'s settings: weight 1001 is not a weight: use a number above 0 and at most 1000`},
 		{"a", `{"cpuSlots":-1}`, `executor server refused tenant "a"'s settings: cpuSlots -1 must not be negative`},
 		{"a", `{"nativeAllow":["10.0.0.0/8"]}`, `executor server refused tenant "a"'s settings: this executor server does not know the setting "nativeAllow"; upgrade it, or leave the setting out`},
+		{"a", `{"native":{"allow":["127.0.0.0/8"]}}`, `executor server refused tenant "a"'s settings: native and nativeDeny bound native fetch, which only nativeOutbound allows; send them with it`},
+		{"a", `{"nativeOutbound":true,"native":{"allow":["127.0.0.1"]}}`, `executor server refused tenant "a"'s settings: native.allow "127.0.0.1" is not a CIDR range such as 10.0.0.0/8`},
+		{"a", `{"nativeOutbound":true,"nativeDeny":["x"]}`, `executor server refused tenant "a"'s settings: nativeDeny "x" is not a CIDR range such as 10.0.0.0/8`},
+		{"a", `{"nativeOutbound":true,"native":{"maxResponseBytes":-1}}`, `executor server refused tenant "a"'s settings: native.maxResponseBytes -1 must not be negative`},
+		{"a", `{"nativeOutbound":true,"native":{"requestTimeout":"-1s"}}`, `executor server refused tenant "a"'s settings: native.requestTimeout -1s must not be negative`},
+		{"a", `{"nativeOutbound":true,"native":{"requestTimeout":"soon"}}`, `executor server refused tenant "a"'s settings: native.requestTimeout "soon" is not a duration such as 30s`},
+		{"a", `{"nativeOutbound":true,"native":{"allowAll":true}}`, `executor server refused tenant "a"'s settings: this executor server does not know the setting "native.allowAll"; upgrade it, or leave the setting out`},
 		{"a", `[1]`, `executor server refused tenant "a"'s settings: Codemode-Tenant-Policy is not a JSON object of tenant settings`},
 		{"", `{"weight":2}`, `Codemode-Tenant-Policy needs Codemode-Tenant: the settings are a tenant's`},
 	} {

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/upstream"
 	"github.com/supolka/codemode-gateway/internal/serving"
@@ -66,16 +64,6 @@ func (m *member) execFor(tenant string) protocol.Executor {
 	return m.exec
 }
 
-// settingsRefused: the member refused the tenant's settings at connect
-// time (MemberAPI), which says nothing about its health.
-func settingsRefused(err error) (*capnweb.RefusedError, bool) {
-	var re *capnweb.RefusedError
-	if errors.As(err, &re) && re.StatusCode == http.StatusBadRequest {
-		return re, true
-	}
-	return nil, false
-}
-
 // draining reports whether m is a remote member whose server is draining.
 func (m *member) draining() bool { return m.health != nil && m.health.Draining() }
 
@@ -105,7 +93,7 @@ func (m *member) forTenant(err error) error {
 	switch protocol.CodeOf(err) {
 	case protocol.CodeConnectionRejected:
 		text = unreachableText
-		if _, ok := settingsRefused(err); ok {
+		if _, ok := upstream.SettingsRefused(err); ok {
 			text = refusedText
 		}
 	case protocol.CodeConnectionBroken:
@@ -138,6 +126,9 @@ type group struct {
 	// remote makes the members of a remote group (listed or
 	// discovered); nil for a group that is one member.
 	remote *remoteMaker
+	// tenants are the tenants the current configuration puts on the group
+	// (probeTenants); unset until the gateway has a configuration.
+	tenants atomic.Pointer[func() []string]
 	// discovery finds a remote group's members in DNS; nil when they are
 	// listed (or the group is local).
 	discovery *discovery
@@ -204,8 +195,8 @@ func newGroup(b config.Backend, kinds upstream.Kinds, env upstream.Env, nameOf f
 		}
 		g.members = append(g.members, m)
 	}
-	// A remote server applies its own operator's outbound veto.
-	g.nativeOutbound = true
+	// The members apply the group's native settings (memberPolicy).
+	g.nativeOutbound = b.Remote.NativeOutbound
 	g.checkHealth(g.ctx, b.Remote.DialTimeout.Std())
 	g.wg.Add(1)
 	go g.healthLoop(g.ctx, b.Remote.HealthInterval.Std(), b.Remote.DialTimeout.Std())
@@ -253,6 +244,7 @@ func (g *group) checkHealth(ctx context.Context, timeout time.Duration) {
 				m.log.Warn("executor server ejected: health check failed", "error", err)
 			case err == nil && !was:
 				m.log.Info("executor server admitted: health check passed")
+				g.admitted(m)
 			}
 		}()
 	}
@@ -317,10 +309,10 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p pro
 		m.inFlight.Add(1)
 		res, err := m.exec.ExecuteWith(ctx, req, p)
 		m.inFlight.Add(-1)
-		if re, ok := settingsRefused(err); ok {
+		if re, ok := upstream.SettingsRefused(err); ok {
 			// The member is healthy; it cannot honour this tenant's
 			// settings. Another member (another version) may.
-			m.log.Error("executor server refused a tenant's settings; fix the tenant's policy or the member's flags", "tenant", p.Tenant, "refusal", re.Text)
+			m.log.Error(settingsRefusedLog, "tenant", p.Tenant, "refusal", re.Text)
 			lastErr = m.forTenant(err)
 			continue
 		}
@@ -354,4 +346,46 @@ func (g *group) close() error {
 		errs = append(errs, m.exec.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// settingsRefusedLog is the gateway's log line when a member refused a
+// tenant's settings, at connect time or at a call.
+const settingsRefusedLog = "executor server refused a tenant's settings; fix the tenant's policy or the member's flags"
+
+// probeTenants opens the sessions of the group's tenants to each of
+// members, so that a member that cannot honour a tenant's settings says so
+// at once, logged at error level, rather than at the tenant's first call
+// (which still fails with refusedText). A member that cannot be reached is
+// the health checks' business.
+func (g *group) probeTenants(members []*member) {
+	of := g.tenants.Load()
+	if of == nil {
+		return
+	}
+	tenants := (*of)()
+	for _, m := range members {
+		s, ok := m.exec.(upstream.Prober)
+		if !ok {
+			continue
+		}
+		for _, tn := range tenants {
+			go func() {
+				ctx, cancel := context.WithTimeout(g.ctx, g.remote.dialTimeout)
+				defer cancel()
+				if refusal, ok := s.Probe(ctx, tn); ok {
+					m.log.Error(settingsRefusedLog, "tenant", tn, "refusal", refusal)
+				}
+			}()
+		}
+	}
+}
+
+// admitted probes a member that passed its health check after failing (or
+// before any): it joined the group, or came back, perhaps restarted with
+// other flags.
+func (g *group) admitted(m *member) {
+	if s, ok := m.exec.(upstream.Prober); ok {
+		s.Reprobe()
+	}
+	g.probeTenants([]*member{m})
 }

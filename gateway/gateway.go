@@ -120,6 +120,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return nil, err
 		}
 		g.groups[b.Name] = grp
+		tenants := func() []string { return g.tenantsOn(b.Name) }
+		grp.tenants.Store(&tenants)
 		if b.Remote != nil && b.Remote.Discover != nil {
 			r := opts.Resolver
 			if r == nil {
@@ -138,7 +140,33 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.state.Store(st)
+	g.probeMembers()
 	return g, nil
+}
+
+// tenantsOn are the tenants the current configuration puts on group.
+func (g *Gateway) tenantsOn(group string) []string {
+	st := g.state.Load()
+	if st == nil {
+		return nil
+	}
+	var out []string
+	for _, tc := range st.cfg.Tenants {
+		if tc.Backend == group {
+			out = append(out, tc.Name)
+		}
+	}
+	return out
+}
+
+// probeMembers opens every tenant's session to every member of its remote
+// group (one a probe answered before is left as it is), so that a member
+// that cannot honour a tenant's settings says so now: at start, and at a
+// reload that changed a tenant's settings.
+func (g *Gateway) probeMembers() {
+	for _, grp := range g.groups {
+		grp.probeTenants(grp.current())
+	}
 }
 
 // state is what one configuration serves: its credentials, tenants and
@@ -258,6 +286,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	}
 	g.applyMembers(cfg)
 	g.state.Store(st)
+	g.probeMembers()
 	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes), "configDigest", cfg.Digest)
 	return nil
 }

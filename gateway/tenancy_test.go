@@ -36,10 +36,16 @@ type memberRig struct {
 }
 
 func startMember(t *testing.T, maxWorkers, memoryMB int) *memberRig {
+	return startMemberNative(t, maxWorkers, memoryMB, local.NativeOptions{})
+}
+
+// startMemberNative is startMember with the member's own native settings
+// (NativeOptions{Vetoed: true} is --disable-native-fetch).
+func startMemberNative(t *testing.T, maxWorkers, memoryMB int, own local.NativeOptions) *memberRig {
 	t.Helper()
 	tenants := executorserver.NewMemberTenants()
 	log := slog.New(slog.DiscardHandler)
-	pool, err := local.New(local.Options{MaxWorkers: maxWorkers, MemoryLimitMB: memoryMB, Shares: tenants.Share, Logger: log})
+	pool, err := local.New(local.Options{MaxWorkers: maxWorkers, MemoryLimitMB: memoryMB, Shares: tenants.Share, Native: own, NativeOf: tenants.Native, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

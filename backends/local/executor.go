@@ -197,7 +197,7 @@ func (e *Executor) jobFor(req *protocol.ExecuteRequest, p protocol.Policy) (sand
 		CountHostWaits: protocol.ResolveCountHostWaits(req.CountHostWaits, e.opts.CountHostWaits),
 		MemoryLimitMB:  memoryLimit(p.MemoryLimitMB, e.opts.MemoryLimitMB),
 		OutboundMode:   req.Outbound.Mode(),
-		Native:         e.opts.Native.forJob(p.NativeDeny),
+		Native:         e.opts.nativeFor(p.Tenant).forJob(p.NativeDeny),
 		RetainHandles:  req.RetainHandles,
 	}, nil
 }

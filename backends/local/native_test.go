@@ -90,3 +90,43 @@ func TestNativeOptionsForJob(t *testing.T) {
 		t.Fatal("the web platform's native defaults moved; NativeOptions' comments name the old ones")
 	}
 }
+
+// TestNativeOfGivesEachTenantItsSettings: with NativeOf each tenant's runs
+// fetch under its own settings, and the pool's veto binds them all.
+func TestNativeOfGivesEachTenantItsSettings(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "inside") }))
+	defer srv.Close()
+	code := fmt.Sprintf("async () => { try { return await (await fetch(%q)).text() } catch (e) { return e.name + ': ' + e.message } }", srv.URL)
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	of := func(tenant string) NativeOptions {
+		if tenant == "open" {
+			return NativeOptions{Allow: loopback}
+		}
+		return NativeOptions{Vetoed: true}
+	}
+	vetoed := `"TypeError: ` + protocol.NewOutboundDisabledError().Error() + `"`
+	for _, c := range []struct {
+		name   string
+		pool   NativeOptions
+		tenant string
+		want   string
+	}{
+		{"allowed tenant", NativeOptions{}, "open", `"inside"`},
+		{"vetoed tenant", NativeOptions{Allow: loopback}, "shut", vetoed},
+		{"allowed tenant on a vetoed pool", NativeOptions{Vetoed: true}, "open", vetoed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ex, err := New(Options{PoolSize: 1, Native: c.pool, NativeOf: of})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ex.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := ex.ExecuteWith(ctx, &protocol.ExecuteRequest{Code: code}, protocol.Policy{Tenant: c.tenant})
+			if err != nil || res.HasError || res.ResultJSON != c.want {
+				t.Fatalf("got %+v, %v; want %s", res, err, c.want)
+			}
+		})
+	}
+}

@@ -172,6 +172,12 @@ type Options struct {
 	// outbound absent). The zero value allows it, under the default deny
 	// list.
 	Native NativeOptions
+	// NativeOf, when set, gives each tenant's native settings (by
+	// Policy.Tenant) in place of Native, asked on every run, for an
+	// executor that serves several operators' groups (an executor server).
+	// Native.Vetoed still vetoes every run: its worker processes have no
+	// sockets.
+	NativeOf func(tenant string) NativeOptions
 	// WorkerUser is who worker processes run as when the gateway runs as
 	// root: a user name or "uid:gid". Default "65534:65534" (nobody); a
 	// user whose uid is 0 keeps them root. Ignored when the gateway is not
@@ -212,6 +218,16 @@ type NativeOptions struct {
 	// RequestTimeout bounds one request, headers and body; 0 takes the
 	// default, 30 s. The run's own bound still applies above it.
 	RequestTimeout time.Duration
+}
+
+// nativeFor is the native settings of tenant's runs.
+func (o *Options) nativeFor(tenant string) NativeOptions {
+	if o.NativeOf == nil {
+		return o.Native
+	}
+	n := o.NativeOf(tenant)
+	n.Vetoed = n.Vetoed || o.Native.Vetoed
+	return n
 }
 
 // forJob is o as a job carries it into the worker, with a request's own

@@ -257,9 +257,10 @@ one, 0 when the file is ready to serve.`)
 const executorServerAbout = `Serve the executor contract's ExecutorApi on one WebSocket route, running
 programs on the embedded local backend: what a gateway's remote backend
 group connects to. The gateway names each session's tenant and its
-settings (memoryMB, weight, cpuSlots) in headers it trusts only with a
-member key; each tenant's runs get worker processes of their own, shared
-by weight as in a local group. With --admin-listen it serves
+settings (memoryMB, weight, cpuSlots, and native fetch as its group allows
+it) in headers it trusts only with a member key; each tenant's runs get
+worker processes of their own, shared by weight as in a local group, and
+fetch natively only where the gateway's file allows it. With --admin-listen it serves
 /healthz, /readyz and /metrics on a listener of their own, and it logs
 one line per execution. SIGINT or SIGTERM drains it: readiness fails, the
 listener closes (a replacement may take the address), new executions are
@@ -289,6 +290,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	wireMemory := fs.Int64("wire-memory-mb", 1024, "what every connection together may hold for its caller (calls outstanding, results not released) in MB; past it the connection holding the most is aborted")
 	workerUser := fs.String("worker-user", "", "who worker processes run as when this runs as root: a user name or uid:gid (default 65534:65534, nobody)")
 	noSeccomp := fs.Bool("disable-seccomp", false, "start worker processes without their system-call filter (a kernel without seccomp)")
+	noNative := fs.Bool("disable-native-fetch", false, "forbid native fetch: worker processes get no sockets, a tenant session whose settings allow native fetch is refused, and runs of sessions that name no tenant get no network")
 	fs.Bool("executor-server", false, "serve ExecutorApi on the local backend instead of a gateway configuration (this command)")
 	drainTimeout := fs.Duration("drain-timeout", 10*time.Second, "on SIGINT or SIGTERM, how long executions in flight and retained executions may go on before the server closes them and exits")
 	tracing := fs.Bool("tracing", false, "export OpenTelemetry traces over OTLP/HTTP, configured by the standard OTEL_* environment variables")
@@ -323,6 +325,7 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 	pl, err := local.New(local.Options{
 		MaxWorkers: *maxWorkers, QueueBound: *queue, MemoryLimitMB: *memory, DefaultTimeoutMs: *timeout, Logger: logger,
 		WorkerUser: *workerUser, NoSeccomp: *noSeccomp, Shares: tenants.Share,
+		Native: local.NativeOptions{Vetoed: *noNative}, NativeOf: tenants.Native,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway serve:", err)

@@ -253,6 +253,11 @@ type RemoteBackend struct {
 	HealthInterval Duration `yaml:"healthInterval"`
 	// DialTimeout bounds one connection attempt. Default: 10s.
 	DialTimeout Duration `yaml:"dialTimeout"`
+	// NativeOutbound and Native mean what they mean on a local group;
+	// the gateway sends them to the members with each tenant's session,
+	// and the members apply them.
+	NativeOutbound bool        `yaml:"nativeOutbound"`
+	Native         NativeFetch `yaml:"native"`
 }
 
 // RemoteMember is one executor server.

@@ -394,6 +394,32 @@ func TestRemoteTenantTakesLocalPolicyKeys(t *testing.T) {
 	}
 }
 
+// A remote group takes a local group's nativeOutbound and native keys,
+// parsed and checked by the same code: its ranges are kept, and a bad one
+// is reported at its key under remote.
+func TestRemoteGroupTakesTheNativeKeys(t *testing.T) {
+	const far = "  - name: far\n    type: remote\n    remote:\n      members:\n        - url: ws://127.0.0.1:9/\n"
+	native := "      nativeOutbound: true\n      native: {deny: [192.0.2.0/24], allow: [127.0.0.0/8], maxResponseBytes: 1024, maxRedirects: -1, requestTimeout: 2s}\n"
+	cfg, err := Parse("c.yaml", []byte(strings.Replace(good, "tenants:\n", far+native+"tenants:\n", 1)), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Backends[1].Remote
+	if !r.NativeOutbound || fmt.Sprint(r.Native.DenyRanges, r.Native.AllowRanges) != "[192.0.2.0/24] [127.0.0.0/8]" ||
+		r.Native.MaxResponseBytes != 1024 || r.Native.MaxRedirects != -1 || r.Native.RequestTimeout.Std() != 2*time.Second {
+		t.Fatalf("remote native settings %+v %+v", r.NativeOutbound, r.Native)
+	}
+	for _, c := range []struct{ native, want string }{
+		{"      native: {allow: [10.0.0.0/33]}\n", `c.yaml:10: backends[1].remote.native.allow[0]: "10.0.0.0/33" is not a CIDR range such as 10.20.0.0/16 or fd00::/8`},
+		{"      native: {requestTimeout: -1s}\n", `c.yaml:10: backends[1].remote.native: maxResponseBytes and requestTimeout must not be negative`},
+	} {
+		got := problems(t, strings.Replace(good, "tenants:\n", far+c.native+"tenants:\n", 1), 2)
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), c.want)
+		}
+	}
+}
+
 // readiness is required or optional, optional when left out.
 func TestBackendReadiness(t *testing.T) {
 	cfg, err := Parse("c.yaml", []byte(good), noEnv)

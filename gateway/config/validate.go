@@ -342,12 +342,8 @@ func (v *validator) backend(path string, b *Backend) {
 		if u := l.WorkerUser; u != "" && !workerUserPattern.MatchString(u) {
 			v.add(path+".local.workerUser", "%q is neither a user name nor uid:gid in numbers (e.g. 65534:65534)", u)
 		}
-		l.Native.DenyRanges = v.cidrs(path+".local.native.deny", l.Native.Deny)
-		l.Native.AllowRanges = v.cidrs(path+".local.native.allow", l.Native.Allow)
+		v.native(path+".local.native", &l.Native)
 		v.notNegative(path+".local.handlesIdleTimeout", int64(l.HandlesIdleTimeout))
-		if l.Native.MaxResponseBytes < 0 || l.Native.RequestTimeout < 0 {
-			v.add(path+".local.native", "maxResponseBytes and requestTimeout must not be negative")
-		}
 	case "remote":
 		if b.Local != nil {
 			v.add(path+".local", "a remote backend takes no local section")
@@ -383,10 +379,21 @@ func (v *validator) backend(path string, b *Backend) {
 		if b.Remote.HealthInterval < 0 || b.Remote.DialTimeout < 0 {
 			v.add(path+".remote", "healthInterval and dialTimeout must not be negative")
 		}
+		v.native(path+".remote.native", &b.Remote.Native)
 	case "":
 		v.add(path+".type", "is required: local or remote")
 	default:
 		v.add(path+".type", "%q is not a backend type; use local or remote", b.Type)
+	}
+}
+
+// native checks a group's native section, local or remote alike, and
+// parses its ranges.
+func (v *validator) native(path string, n *NativeFetch) {
+	n.DenyRanges = v.cidrs(path+".deny", n.Deny)
+	n.AllowRanges = v.cidrs(path+".allow", n.Allow)
+	if n.MaxResponseBytes < 0 || n.RequestTimeout < 0 {
+		v.add(path, "maxResponseBytes and requestTimeout must not be negative")
 	}
 }
 

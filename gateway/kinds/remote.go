@@ -6,8 +6,10 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/executorserver"
@@ -29,7 +31,7 @@ func Remote(b config.Backend, m config.RemoteMember, env upstream.Env) (protocol
 	if m.ServerName != "" {
 		opts.HTTPClient = serverNameClient(m.ServerName)
 	}
-	return newMemberSessions(m.URL, opts, func(tenant string) executorserver.MemberPolicy { return memberPolicy(env.Policy(tenant)) }), nil
+	return newMemberSessions(m.URL, opts, func(tenant string) executorserver.MemberPolicy { return memberPolicy(env.Policy(tenant), b.Remote) }), nil
 }
 
 // serverNameClient dials a wss:// member at its address and checks its
@@ -64,6 +66,8 @@ type memberSessions struct {
 type tenantSession struct {
 	policy executorserver.MemberPolicy // the settings it sent (executorserver.TenantPolicyHeader)
 	exec   *remote.Executor
+	// probed: a probe had the member's answer on this session.
+	probed *atomic.Bool
 }
 
 func newMemberSessions(url string, opts remote.Options, policyOf func(string) executorserver.MemberPolicy) *memberSessions {
@@ -73,15 +77,20 @@ func newMemberSessions(url string, opts remote.Options, policyOf func(string) ex
 // of is tenant's session, made (it dials on first use) when there is none
 // with the tenant's current settings.
 func (s *memberSessions) of(tenant string) *remote.Executor {
+	return s.session(tenant).exec
+}
+
+func (s *memberSessions) session(tenant string) tenantSession {
 	policy := s.policyOf(tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.byTenant[tenant]
-	if ok && cur.policy == policy {
-		return cur.exec
+	if ok && cur.policy.Equal(policy) {
+		return cur
 	}
 	if s.closed {
-		return s.health // closed: fails every call as the other sessions do
+		// Closed: fails every call as the other sessions do.
+		return tenantSession{exec: s.health, probed: &atomic.Bool{}}
 	}
 	if ok {
 		s.replaced = append(s.replaced, cur.exec)
@@ -94,9 +103,36 @@ func (s *memberSessions) of(tenant string) *remote.Executor {
 	h.Set(executorserver.TenantPolicyHeader, policy.Header())
 	opts := s.opts
 	opts.Header = h
-	ts := tenantSession{policy: policy, exec: remote.New(s.url, opts)}
+	ts := tenantSession{policy: policy, exec: remote.New(s.url, opts), probed: &atomic.Bool{}}
 	s.byTenant[tenant] = ts
-	return ts.exec
+	return ts
+}
+
+// Probe implements upstream.Prober: it opens tenant's session, unless a
+// probe already had the member's answer on it.
+func (s *memberSessions) Probe(ctx context.Context, tenant string) (refusal string, refused bool) {
+	ts := s.session(tenant)
+	if ts.probed.Load() {
+		return "", false
+	}
+	err := ts.exec.Ping(ctx)
+	re, refused := upstream.SettingsRefused(err)
+	if (err == nil || refused) && ts.probed.Swap(true) {
+		return "", false // another probe had the same answer
+	}
+	if !refused {
+		return "", false
+	}
+	return re.Text, true
+}
+
+// Reprobe implements upstream.Prober.
+func (s *memberSessions) Reprobe() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ts := range s.byTenant {
+		ts.probed.Store(false)
+	}
 }
 
 // For implements upstream.Tenanted: tenant's session, which reaches its
@@ -159,7 +195,29 @@ func (s *memberSessions) Close() error {
 	return errors.Join(errs...)
 }
 
-// memberPolicy is the part of a tenant's policy its remote members apply.
-func memberPolicy(p config.Policy) executorserver.MemberPolicy {
-	return executorserver.MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
+// memberPolicy is the part of a tenant's policy its remote members apply,
+// with its group's native section when both allow native fetch (r is the
+// group's remote section).
+func memberPolicy(p config.Policy, r *config.RemoteBackend) executorserver.MemberPolicy {
+	mp := executorserver.MemberPolicy{MemoryMB: p.MemoryMB, Weight: p.Weight, CPUSlots: p.CPUSlots}
+	if r == nil || !r.NativeOutbound || !p.NativeOutbound {
+		return mp
+	}
+	n := r.Native
+	mp.NativeOutbound = true
+	mp.Native = &executorserver.MemberNative{Deny: cidrs(n.DenyRanges), Allow: cidrs(n.AllowRanges), MaxResponseBytes: n.MaxResponseBytes, MaxRedirects: n.MaxRedirects}
+	if n.RequestTimeout > 0 {
+		mp.Native.RequestTimeout = n.RequestTimeout.Std().String()
+	}
+	mp.NativeDeny = cidrs(p.NativeDenyRanges)
+	return mp
+}
+
+// cidrs are ranges as a member reads them.
+func cidrs(ranges []netip.Prefix) []string {
+	var out []string
+	for _, r := range ranges {
+		out = append(out, r.String())
+	}
+	return out
 }

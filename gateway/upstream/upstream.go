@@ -8,7 +8,11 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net/http"
+
+	"github.com/supolka/codemode-gateway/capnweb"
 
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/protocol"
@@ -29,6 +33,29 @@ type Health interface {
 // retained executions are reached through its own.
 type Tenanted interface {
 	For(tenant string) protocol.Executor
+}
+
+// Prober is a member that opens a tenant's session ahead of its calls, so
+// that a member unable to honour the tenant's settings says so at once.
+type Prober interface {
+	// Probe opens tenant's session unless a probe already had the
+	// member's answer on it; refused reports that the member refused the
+	// tenant's settings, with its refusal's text.
+	Probe(ctx context.Context, tenant string) (refusal string, refused bool)
+	// Reprobe forgets the probes' answers: the member may have restarted
+	// with other flags.
+	Reprobe()
+}
+
+// SettingsRefused reports whether err is a member's refusal of a tenant's
+// settings at connect time (executorserver's MemberAPI), which says
+// nothing of its health.
+func SettingsRefused(err error) (*capnweb.RefusedError, bool) {
+	var re *capnweb.RefusedError
+	if errors.As(err, &re) && re.StatusCode == http.StatusBadRequest {
+		return re, true
+	}
+	return nil, false
 }
 
 // Env is what a kind is told of the gateway that runs the group.
