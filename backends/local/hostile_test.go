@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -82,6 +83,27 @@ func jsWorkerCommand(t testing.TB) []string {
 		t.Fatal(plainWorker.err)
 	}
 	return plainWorker.cmd
+}
+
+// inPlainBuild runs the calling test again in the plain build of this test
+// binary (jsWorkerCommand's) and requires it to pass there, reporting true;
+// in the plain build itself it reports false, and the test goes on. It is
+// for tests of sizes, not of what runs side by side, whose bytes the race
+// detector would shadow many times over (a 64 MB job's copies took it 15
+// CPU-seconds).
+func inPlainBuild(t *testing.T) bool {
+	t.Helper()
+	if !raceBuild {
+		return false
+	}
+	out, err := exec.Command(jsWorkerCommand(t)[0], "-test.run", "^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v").CombinedOutput()
+	passed := slices.ContainsFunc(strings.Split(string(out), "\n"), func(l string) bool {
+		return strings.HasPrefix(l, "--- PASS: "+t.Name()+" (")
+	})
+	if err != nil || !passed {
+		t.Fatalf("in the plain build: %v\n%s", err, out)
+	}
+	return true
 }
 
 // expectOne runs the trivial program and requires its answer: the pool is
