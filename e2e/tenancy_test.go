@@ -17,6 +17,7 @@ import (
 	"github.com/supolka/codemode-gateway/backends/remote"
 	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
+	"github.com/supolka/codemode-gateway/protocol/executortest"
 )
 
 // remoteTenants is a gateway whose tenants alpha, beta and gamma all run
@@ -159,7 +160,7 @@ func TestRemoteGroupAppliesTheTenantsMemoryLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	res, err := rt.dial(ctx, t, "alpha").Execute(ctx, &protocol.ExecuteRequest{
-		Code: "async () => { const keep = []; for (let i = 0; i < 64; i++) keep.push(new Uint8Array(1 << 20).fill(1)); return keep.length }",
+		Code: executortest.Keeps64MB,
 	})
 	if err != nil {
 		t.Fatal(err)

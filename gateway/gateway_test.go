@@ -673,7 +673,7 @@ func TestTenantMemoryLimit(t *testing.T) {
 	})
 	ex := e.mustDial(t, "/v1/executor", "acme")
 	res, err := ex.Execute(testCtx(t), &protocol.ExecuteRequest{
-		Code: "async () => { const keep = []; for (let i = 0; i < 64; i++) keep.push(new Uint8Array(1 << 20).fill(1)); return keep.length }",
+		Code: executortest.Keeps64MB,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	itestutil "github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
+	"github.com/supolka/codemode-gateway/protocol/executortest"
 )
 
 func tenancyCtx(t *testing.T) context.Context {
@@ -144,7 +145,7 @@ func TestRemoteTenantMemoryLimitReachesTheMember(t *testing.T) {
 	var logs itestutil.Buffer
 	g := tenancyGateway(t, m.url, "memoryMB: 32", "", &logs)
 	res, err := g.state.Load().tenants["a"].Execute(tenancyCtx(t), &protocol.ExecuteRequest{
-		Code: "async () => { const keep = []; for (let i = 0; i < 64; i++) keep.push(new Uint8Array(1 << 20).fill(1)); return keep.length }",
+		Code: executortest.Keeps64MB,
 	})
 	if err != nil {
 		t.Fatal(err)

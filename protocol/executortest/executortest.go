@@ -94,6 +94,11 @@ func wantFailure(t *testing.T, res *protocol.ExecuteResult, want protocol.Failur
 
 var greeter = protocol.ModuleMap{"greeter": {Kind: protocol.KindJS, Source: `export const greet = (name) => 'hello ' + name`}}
 
+// Keeps64MB is a program that keeps 64 one-MiB buffers alive and returns
+// how many it kept: past a limit of 32 MB (or anything under 64) it ends
+// with the memory text, which is how a test sees which limit a run had.
+const Keeps64MB = "async () => { const keep = []; for (let i = 0; i < 64; i++) keep.push(new Uint8Array(1 << 20).fill(1)); return keep.length }"
+
 // counterHandler answers "<count> <path>": its count is module state that
 // lives as long as its handles.
 const counterHandler = `async () => { let n = 0; return { fetch: (req) => new Response(++n + ' ' + new URL(req.url).pathname) } }`
