@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/supolka/codemode-gateway/internal/testutil"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -25,18 +23,7 @@ func bombBesideSiblings(t *testing.T, bomb string) {
 	for i := 1; i <= 10; i++ {
 		siblings, want = append(siblings, parkedRequest(g, i)), append(want, fmt.Sprint(i+1))
 	}
-	results := make([]chan *protocol.ExecuteResult, len(siblings))
-	for i, req := range siblings {
-		results[i] = make(chan *protocol.ExecuteResult, 1)
-		go func() {
-			res, err := e.ExecuteWith(testCtx(t), req, tenantT)
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] <- res
-		}()
-	}
-	testutil.WaitFor(t, 30*time.Second, func() bool { return g.count() == len(siblings) }, "the siblings to park")
+	results := startParked(t, e, g, siblings)
 	before := e.Stats().TenantWorkers["t"]
 	res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: bomb, Timeout: protocol.TimeoutOf(30000)}, tenantT)
 	if memory := protocol.NewMemoryLimitError(128).Error(); err != nil || res.Error != memory {

@@ -55,6 +55,26 @@ func parkedRequest(g *gatedTool, n int) *protocol.ExecuteRequest {
 	}
 }
 
+// startParked starts each of reqs as tenant t's run on e, waits until every
+// one has called the gated tool g, and returns a channel per request that
+// carries its result.
+func startParked(t *testing.T, e *Executor, g *gatedTool, reqs []*protocol.ExecuteRequest) []chan *protocol.ExecuteResult {
+	t.Helper()
+	results := make([]chan *protocol.ExecuteResult, len(reqs))
+	for i, req := range reqs {
+		results[i] = make(chan *protocol.ExecuteResult, 1)
+		go func() {
+			res, err := e.ExecuteWith(testCtx(t), req, tenantT)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] <- res
+		}()
+	}
+	testutil.WaitFor(t, 30*time.Second, func() bool { return g.count() == len(reqs) }, "the siblings to park")
+	return results
+}
+
 // tenantT is the policy of the one tenant the sharing tests run.
 var tenantT = protocol.Policy{Tenant: "t"}
 
@@ -171,18 +191,11 @@ func TestSingleStatementBombsEndOnlyTheirRun(t *testing.T) {
 	holder.Code = "async () => { const b = new Uint8Array(100 << 20).fill(7); const n = await t.wait(0); return n + b[12345] }"
 	holder.Timeout = protocol.TimeoutOf(30000)
 	siblings = append(siblings, sibling{holder, "7"})
-	results := make([]chan *protocol.ExecuteResult, len(siblings))
+	reqs := make([]*protocol.ExecuteRequest, len(siblings))
 	for i, s := range siblings {
-		results[i] = make(chan *protocol.ExecuteResult, 1)
-		go func() {
-			res, err := e.ExecuteWith(testCtx(t), s.req, tenantT)
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] <- res
-		}()
+		reqs[i] = s.req
 	}
-	testutil.WaitFor(t, 30*time.Second, func() bool { return g.count() == len(siblings) }, "the siblings to park")
+	results := startParked(t, e, g, reqs)
 	memory := protocol.NewMemoryLimitError(128).Error()
 	for _, bomb := range []string{
 		"async () => 'x'.repeat(2 ** 29).length",
@@ -232,18 +245,7 @@ func TestDoublingBombsEndOnlyTheirRun(t *testing.T) {
 			holder.Timeout = protocol.TimeoutOf(60000)
 			siblings := []*protocol.ExecuteRequest{holder, parkedRequest(g, 1), parkedRequest(g, 2)}
 			want := []string{"7", "2", "3"}
-			results := make([]chan *protocol.ExecuteResult, len(siblings))
-			for i, req := range siblings {
-				results[i] = make(chan *protocol.ExecuteResult, 1)
-				go func() {
-					res, err := e.ExecuteWith(testCtx(t), req, tenantT)
-					if err != nil {
-						t.Error(err)
-					}
-					results[i] <- res
-				}()
-			}
-			testutil.WaitFor(t, 30*time.Second, func() bool { return g.count() == len(siblings) }, "the siblings to park")
+			results := startParked(t, e, g, siblings)
 			res, err := e.ExecuteWith(testCtx(t), &protocol.ExecuteRequest{Code: bomb, Timeout: protocol.TimeoutOf(30000)}, tenantT)
 			if memory := protocol.NewMemoryLimitError(128).Error(); err != nil || res.Error != memory {
 				t.Fatalf("%+v, %v; want the memory text", res, err)
