@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -314,5 +315,43 @@ func TestMeterReserve(t *testing.T) {
 	}
 	if m.reserve(1, 1) {
 		t.Fatal("a run cancelled for its memory reserved more")
+	}
+}
+
+// Hogs found one by one change GOMAXPROCS, which stops the world, only as
+// their number doubles, and give processors back only once a quarter of the
+// grant is left: 32 hogs cost 6 changes, not 32.
+func TestHogProcessorsAreGrantedByDoubling(t *testing.T) {
+	granted, changes := 0, 0
+	var grants []int
+	step := func(hogs int) {
+		if n := hogProcsFor(hogs, granted); n != granted {
+			granted = n
+			changes++
+			grants = append(grants, n)
+		}
+	}
+	for h := 1; h <= 32; h++ {
+		step(h)
+	}
+	if want := []int{1, 2, 4, 8, 16, 32}; !slices.Equal(grants, want) || granted != 32 {
+		t.Fatalf("grants %v as 32 hogs came, want %v", grants, want)
+	}
+	grants = nil
+	for h := 31; h >= 0; h-- {
+		step(h)
+	}
+	if want := []int{16, 8, 4, 2, 0}; !slices.Equal(grants, want) {
+		t.Fatalf("grants %v as the 32 hogs ended, want %v", grants, want)
+	}
+	if changes != 11 {
+		t.Fatalf("%d changes, want 11", changes)
+	}
+	// A worker past maxHogProcs hogs is granted maxHogProcs, once.
+	if n := hogProcsFor(1000, 0); n != maxHogProcs {
+		t.Fatalf("1000 hogs are granted %d processors, want %d", n, maxHogProcs)
+	}
+	if n := hogProcsFor(999, maxHogProcs); n != maxHogProcs {
+		t.Fatalf("a grant of %d moved to %d with 999 hogs", maxHogProcs, n)
 	}
 }
