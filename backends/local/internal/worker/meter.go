@@ -85,8 +85,9 @@ const (
 //
 // A piece that runs past hogSlice is a hog: its thread's priority is
 // lowered (through the parent, which alone may renice another thread) and
-// stays so until the run ends, and the worker's GOMAXPROCS grows by one, so
-// that the short pieces of its siblings keep a processor and take the CPU
+// stays so until the run ends, and the worker's GOMAXPROCS grows with the
+// hogs (hogProcsFor), so that the short pieces of its siblings keep a
+// processor and take the CPU
 // ahead of it. Nothing waits for another run to let go: no run delays
 // another by more than the kernel's turn.
 //
@@ -782,7 +783,7 @@ func (m *meter) attributeCPULocked(all []*piece, spent, sum time.Duration) {
 const maxCarry = 50 * time.Millisecond
 
 // hogLocked makes p a hog: its thread is the run's for the rest of the run,
-// the parent lowers its priority, the worker gets a processor more, and
+// the parent lowers its priority, the hogs' grant of processors may grow, and
 // the piece gives its place up to a short one (while the worker has fewer
 // than maxHogProcs hogs: past them, hogs keep their places and later
 // pieces wait their turn). m.mu is held.
