@@ -188,9 +188,12 @@ type piece struct {
 	end    int64         // MonoNow when it ended; 0 while in flight
 	start  int64         // MonoNow at entry
 	hog    bool
-	locked bool // enter locked the goroutine to its thread
-	placed bool // it holds one of the worker's places
-	clock  sandbox.Clock
+	// building: the piece builds its run's runtime (enterBuild), which is
+	// the run's cost but never makes it a hog.
+	building bool
+	locked   bool // enter locked the goroutine to its thread
+	placed   bool // it holds one of the worker's places
+	clock    sandbox.Clock
 	// deadline is when the piece overruns its bound (MonoNow; 0: none),
 	// bound which bound that is.
 	deadline int64
@@ -434,6 +437,22 @@ func (m *meter) enter(ctx context.Context, run uint64, clock sandbox.Clock) *pie
 	return p
 }
 
+// enterBuild is enter for a piece that builds run's runtime because the
+// worker had none ready: billed to the run, but never a hog. A runtime
+// built during a collection assists it and can take more than hogSlice of
+// CPU, and a run marked a hog for that (a sibling parked on a tool, say)
+// would answer its tool's calls on a thread of lowered priority for the
+// rest of its life.
+func (m *meter) enterBuild(ctx context.Context, run uint64) *piece {
+	p := m.enter(ctx, run, nil)
+	if p != nil {
+		m.mu.Lock()
+		p.building = true
+		m.mu.Unlock()
+	}
+	return p
+}
+
 // leave ends piece p, on the goroutine that entered it. What p spent since
 // the last step is accounted at the next.
 func (m *meter) leave(p *piece) {
@@ -515,7 +534,7 @@ func (m *meter) tick() {
 func (m *meter) stepLocked(now int64) {
 	h, largest, biggest := m.accountLocked(now)
 	for p := range m.pieces {
-		if !p.hog && p.run != nil && p.spent > hogSlice {
+		if !p.hog && !p.building && p.run != nil && p.spent > hogSlice {
 			m.hogLocked(p)
 		}
 	}

@@ -355,3 +355,34 @@ func TestHogProcessorsAreGrantedByDoubling(t *testing.T) {
 		t.Fatalf("a grant of %d moved to %d with 999 hogs", maxHogProcs, n)
 	}
 }
+
+// Building a run's runtime is the run's cost but not its computing on: a
+// piece entered to build one stays short however long it takes, and the
+// run's next piece is not a hog's.
+func TestBuildingARuntimeMakesNoHog(t *testing.T) {
+	m := newTestMeter(t)
+	named := make(chan int, 1)
+	m.onHog = func(run uint64, tid int) { named <- tid }
+	m.add(1, 128, time.Minute, func(error) {})
+	done := make(chan bool)
+	go func() {
+		p := m.enterBuild(context.Background(), 1)
+		spinFor(3 * hogSlice)
+		m.leave(p)
+		p = m.enter(context.Background(), 1, nil)
+		hog := p.hog
+		m.leave(p)
+		done <- hog
+	}()
+	if <-done {
+		t.Fatal("the run's piece after its runtime was built is a hog's")
+	}
+	select {
+	case tid := <-named:
+		t.Fatalf("thread %d was named a hog's for building a runtime", tid)
+	default:
+	}
+	if cpu, _, _ := m.usage(1); cpu < 3*hogSlice {
+		t.Fatalf("the run was billed %v for building its runtime, want at least %v", cpu, 3*hogSlice)
+	}
+}

@@ -479,7 +479,7 @@ func (s *workerServer) nextRuntime(ctx context.Context, run uint64) *sandbox.Pre
 		return p.rt
 	default:
 	}
-	p := s.meter.enter(ctx, run, nil)
+	p := s.meter.enterBuild(ctx, run)
 	if p == nil {
 		// The run was cancelled: it stops before it runs anything, and
 		// what it runs in does not matter.
