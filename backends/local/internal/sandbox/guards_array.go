@@ -185,7 +185,8 @@ func (e *elems) hasGet(k int64) (goja.Value, bool) {
 		v := e.o.Get(key(k))
 		return v, v != nil
 	}
-	ok, err := e.g.reflectHas(goja.Undefined(), e.o, e.g.vm.ToValue(key(k)))
+	has, _ := e.g.reflectOps()
+	ok, err := has(goja.Undefined(), e.o, e.g.vm.ToValue(key(k)))
 	throwing(err)
 	if !ok.ToBoolean() {
 		return nil, false
@@ -481,7 +482,8 @@ func (g *guards) arrayToLocaleString(orig nativeFunc) nativeFunc {
 				continue
 			}
 			// goja reads the method with the item itself as receiver.
-			f, err := g.reflectGet(goja.Undefined(), item.ToObject(g.vm), g.vm.ToValue("toLocaleString"), item)
+			_, get := g.reflectOps()
+			f, err := get(goja.Undefined(), item.ToObject(g.vm), g.vm.ToValue("toLocaleString"), item)
 			throwing(err)
 			c, ok := callable(f)
 			if !ok {
@@ -1402,7 +1404,7 @@ func (g *guards) arrayToSorted(orig nativeFunc) nativeFunc {
 
 // rangeError is a RangeError with message text.
 func (g *guards) rangeError(text string) *goja.Object {
-	e, err := g.vm.New(g.rangeErrorCtor, g.vm.ToValue(text))
+	e, err := g.vm.New(g.rangeErrorOf(), g.vm.ToValue(text))
 	throwing(err)
 	return e
 }
