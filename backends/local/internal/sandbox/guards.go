@@ -113,6 +113,12 @@ type guards struct {
 	// sources maps a guard that stands in for a built-in constructor to
 	// the built-in, whose text Function.prototype.toString gives.
 	sources map[*goja.Object]*goja.Object
+	// kinCtors are the async and the generator function constructors.
+	kinCtors [2]*goja.Object
+	// compiledText maps a function made from source whose templates were
+	// split (guards_compile.go) to the text of the source as given, which
+	// Function.prototype.toString gives.
+	compiledText map[*goja.Object]string
 
 	// loop, slowLoop, dense, strNative and strStride are guardLoop,
 	// guardSlowLoop, denseNative, stringNative and stringStride, each
@@ -174,6 +180,7 @@ func (g *guards) install() error {
 		g.installArrays,
 		g.installBuffers,
 		g.installFunctions,
+		g.installCompilers,
 		g.installMisc,
 		g.installRegExps,
 	} {
@@ -187,8 +194,10 @@ func (g *guards) install() error {
 // The guards' few lines of JavaScript, compiled once for every runtime.
 var (
 	// captureProgram makes the two functions of the guards' own that
-	// capture needs in JavaScript.
-	captureProgram = guardProgram("guards-capture.js", `[function () {}, function recurse() { return recurse() }]`)
+	// capture needs in JavaScript, and an async function and a generator
+	// function, whose prototypes hold their constructors
+	// (installCompilers).
+	captureProgram = guardProgram("guards-capture.js", `[function () {}, function recurse() { return recurse() }, async function () {}, function* () {}]`)
 )
 
 func guardProgram(name, src string) *goja.Program {
@@ -210,6 +219,9 @@ func (g *guards) capture() error {
 	list := v.(*goja.Object)
 	g.noop, _ = goja.AssertFunction(list.Get("0"))
 	g.recurse, _ = goja.AssertFunction(list.Get("1"))
+	for i := range g.kinCtors {
+		g.kinCtors[i], _ = list.Get(strconv.Itoa(2 + i)).(*goja.Object).Prototype().Get("constructor").(*goja.Object)
+	}
 	object := g.global("Object")
 	g.ownDesc, _ = goja.AssertFunction(object.Get("getOwnPropertyDescriptor"))
 	g.ownSymbolsOf, _ = goja.AssertFunction(object.Get("getOwnPropertySymbols"))
@@ -537,6 +549,9 @@ func (g *guards) installFunctions() error {
 			if o, ok := call.This.(*goja.Object); ok {
 				if src, ok := g.sources[o]; ok {
 					return orig(goja.FunctionCall{This: src})
+				}
+				if text, ok := g.compiledText[o]; ok {
+					return g.vm.ToValue(text)
 				}
 			}
 			return orig(call)
