@@ -402,9 +402,16 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 		if l == 0 {
 			return g.vm.ToValue("")
 		}
-		if units, ok := g.primitivesSize(o, l); ok {
-			sl := int64(sep.Length())
-			g.reserve((units + (l-1)*sl) * 2)
+		if units, ascii, ok := g.primitivesSize(o, l); ok {
+			units += (l - 1) * int64(sep.Length())
+			size := units * unitBytes(ascii && isASCII(sep))
+			if size >= reserveFloor {
+				// A large result is built here, at its size: goja's join
+				// grows its buffer by appending, so that it would hold
+				// about twice the result at its peak.
+				g.reserve(size)
+				return g.joinPrimitives(o, l, sep, units, size)
+			}
 			// goja reads the length again (an array's: quiet) and joins
 			// on its own stack, which holds o only while it joins.
 			g.joined()
@@ -435,28 +442,54 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 }
 
 // primitivesSize is the units the elements of o, a dense array of n
-// primitives below denseNative, take as strings; ok is false for any
-// other o (their reads are quiet: a dense array has no accessor).
-func (g *guards) primitivesSize(o *goja.Object, n int64) (int64, bool) {
+// primitives below denseNative, take as strings (at most), and whether
+// they are all ASCII; ok is false for any other o (their reads are quiet:
+// a dense array has no accessor).
+func (g *guards) primitivesSize(o *goja.Object, n int64) (units int64, ascii, ok bool) {
 	if m, dense := denseArray(o); !dense || m != n || n >= g.dense {
-		return 0, false
+		return 0, false, false
 	}
-	var units int64
+	ascii = true
 	for i := int64(0); i < n; i++ {
 		g.tick(i)
 		switch v := o.Get(key(i)).(type) {
 		case goja.String:
 			units += int64(v.Length())
+			ascii = ascii && isASCII(v)
 		case *goja.Object, *goja.Symbol:
-			return 0, false
+			return 0, false, false
 		default:
 			if goja.IsBigInt(v) {
-				return 0, false
+				return 0, false, false
 			}
 			units += 24 // the longest number: -1.7976931348623157e+308
 		}
 	}
-	return units, true
+	return units, ascii, true
+}
+
+// joinPrimitives joins o, a dense array of n primitives whose result
+// takes at most units units and size bytes (primitivesSize), as goja's
+// join does, in a buffer of that size.
+func (g *guards) joinPrimitives(o *goja.Object, n int64, sep goja.String, units, size int64) goja.Value {
+	var b goja.StringBuilder
+	if size == units {
+		b.Grow(int(units))
+	} else {
+		b.LikelyUnicode(int(units))
+	}
+	for i := int64(0); i < n; i++ {
+		if i%guardStride == 0 {
+			g.checkpoint()
+		}
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		if e := o.Get(key(i)); e != nil && !goja.IsUndefined(e) && !goja.IsNull(e) {
+			b.WriteString(g.toStr(e))
+		}
+	}
+	return b.String()
 }
 
 // arrayToLocaleString is Array.prototype.toLocaleString, in Go as join is.
