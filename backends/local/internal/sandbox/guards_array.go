@@ -402,15 +402,17 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 		if l == 0 {
 			return g.vm.ToValue("")
 		}
-		if units, ascii, ok := g.primitivesSize(o, l); ok {
-			units += (l - 1) * int64(sep.Length())
-			size := units * unitBytes(ascii && isASCII(sep))
+		if units, strUnits, ascii, ok := g.primitivesSize(o, l); ok {
+			seps := (l - 1) * int64(sep.Length())
+			units += seps
+			wide := !ascii || !isASCII(sep)
+			size := units * unitBytes(!wide)
 			if size >= reserveFloor {
 				// A large result is built here, at its size: goja's join
 				// grows its buffer by appending, so that it would hold
 				// about twice the result at its peak.
 				g.reserve(size)
-				return g.joinPrimitives(o, l, sep, units, size)
+				return g.joinPrimitives(o, l, sep, strUnits+seps, wide)
 			}
 			// goja reads the length again (an array's: quiet) and joins
 			// on its own stack, which holds o only while it joins.
@@ -442,41 +444,44 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 }
 
 // primitivesSize is the units the elements of o, a dense array of n
-// primitives below denseNative, take as strings (at most), and whether
-// they are all ASCII; ok is false for any other o (their reads are quiet:
-// a dense array has no accessor).
-func (g *guards) primitivesSize(o *goja.Object, n int64) (units int64, ascii, ok bool) {
+// primitives below denseNative, take as strings (at most), the units its
+// strings take (exactly), and whether its strings are all ASCII; ok is
+// false for any other o (their reads are quiet: a dense array has no
+// accessor).
+func (g *guards) primitivesSize(o *goja.Object, n int64) (units, strUnits int64, ascii, ok bool) {
 	if m, dense := denseArray(o); !dense || m != n || n >= g.dense {
-		return 0, false, false
+		return 0, 0, false, false
 	}
 	ascii = true
 	for i := int64(0); i < n; i++ {
 		g.tick(i)
 		switch v := o.Get(key(i)).(type) {
 		case goja.String:
-			units += int64(v.Length())
+			strUnits += int64(v.Length())
 			ascii = ascii && isASCII(v)
 		case *goja.Object, *goja.Symbol:
-			return 0, false, false
+			return 0, 0, false, false
 		default:
 			if goja.IsBigInt(v) {
-				return 0, false, false
+				return 0, 0, false, false
 			}
 			units += 24 // the longest number: -1.7976931348623157e+308
 		}
 	}
-	return units, ascii, true
+	return units + strUnits, strUnits, ascii, true
 }
 
-// joinPrimitives joins o, a dense array of n primitives whose result
-// takes at most units units and size bytes (primitivesSize), as goja's
-// join does, in a buffer of that size.
-func (g *guards) joinPrimitives(o *goja.Object, n int64, sep goja.String, units, size int64) goja.Value {
+// joinPrimitives joins o, a dense array of n primitives, as goja's join
+// does, in a buffer made for known units at once (its strings and
+// separators: what numbers and the like take grows it as they come, so
+// that a result is never held in a buffer larger than it); wide is set
+// when a part is not ASCII.
+func (g *guards) joinPrimitives(o *goja.Object, n int64, sep goja.String, known int64, wide bool) goja.Value {
 	var b goja.StringBuilder
-	if size == units {
-		b.Grow(int(units))
+	if wide {
+		b.LikelyUnicode(int(known))
 	} else {
-		b.LikelyUnicode(int(units))
+		b.Grow(int(known))
 	}
 	for i := int64(0); i < n; i++ {
 		if i%guardStride == 0 {
