@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"reflect"
+	"runtime"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -120,9 +121,22 @@ func (g *guards) splitCompiler(ctor goja.Value, head string) error {
 		return errNotBuiltin(head)
 	}
 	if !swapConstruct(o, func(construct constructFunc) constructFunc {
-		return func(args []goja.Value, newTarget *goja.Object) *goja.Object {
+		return func(args []goja.Value, newTarget *goja.Object) (out *goja.Object) {
+			// As contained does for calls: a Go runtime error here is a
+			// bug of the sandbox's, which ends the run, not the process.
+			defer func() {
+				if r := recover(); r != nil {
+					if _, ok := r.(runtime.Error); !ok {
+						panic(r)
+					}
+					g.s.breakRun()
+					out = g.vm.NewObject()
+				}
+			}()
 			args, text := g.splitFunctionArgs(head, args)
-			return g.compiled(construct(args, newTarget), text).(*goja.Object)
+			o := construct(args, newTarget)
+			g.compiled(o, text)
+			return o
 		}
 	}) {
 		return errNotBuiltin(head)
