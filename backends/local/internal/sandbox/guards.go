@@ -81,7 +81,9 @@ type guards struct {
 	// Object.getOwnPropertyDescriptor, isArray Array.isArray.
 	reflectHas, ownDesc, isArray goja.Callable
 	// reflectGet is Reflect.get; recurse a function that recurses until
-	// goja's stack overflow; rangeErrorCtor RangeError.
+	// goja's stack overflow; rangeErrorCtor RangeError. Reflect's and
+	// RangeError's are captured when goja builds those globals (nil
+	// until then: reflectOps and rangeErrorOf build them).
 	reflectGet, recurse goja.Callable
 	rangeErrorCtor      goja.Value
 	// ownSymbolsOf is Object.getOwnPropertySymbols.
@@ -111,6 +113,12 @@ type guards struct {
 	// sources maps a guard that stands in for a built-in constructor to
 	// the built-in, whose text Function.prototype.toString gives.
 	sources map[*goja.Object]*goja.Object
+	// kinCtors are the async and the generator function constructors.
+	kinCtors [2]*goja.Object
+	// compiledText maps a function made from source whose templates were
+	// split (guards_compile.go) to the text of the source as given, which
+	// Function.prototype.toString gives.
+	compiledText map[*goja.Object]string
 
 	// loop, slowLoop, dense, strNative and strStride are guardLoop,
 	// guardSlowLoop, denseNative, stringNative and stringStride, each
@@ -172,6 +180,7 @@ func (g *guards) install() error {
 		g.installArrays,
 		g.installBuffers,
 		g.installFunctions,
+		g.installCompilers,
 		g.installMisc,
 		g.installRegExps,
 	} {
@@ -184,12 +193,11 @@ func (g *guards) install() error {
 
 // The guards' few lines of JavaScript, compiled once for every runtime.
 var (
-	// captureProgram lists the intrinsics capture reads.
-	captureProgram = guardProgram("guards-capture.js", `[function () {}, Reflect.has, Object.getOwnPropertyDescriptor, Array.isArray,
-  null, Reflect.get, function recurse() { return recurse() }, RangeError, Object.getOwnPropertySymbols]`)
-	// iteratorsProgram lists the prototypes of the array and string
-	// iterators.
-	iteratorsProgram = guardProgram("guards-iterators.js", `[[][Symbol.iterator](), ''[Symbol.iterator]()].map(Object.getPrototypeOf)`)
+	// captureProgram makes the two functions of the guards' own that
+	// capture needs in JavaScript, and an async function and a generator
+	// function, whose prototypes hold their constructors
+	// (installCompilers).
+	captureProgram = guardProgram("guards-capture.js", `[function () {}, function recurse() { return recurse() }, async function () {}, function* () {}]`)
 )
 
 func guardProgram(name, src string) *goja.Program {
@@ -200,25 +208,59 @@ func guardProgram(name, src string) *goja.Program {
 	return prg
 }
 
-// capture reads the intrinsics the wrappers use.
+// capture reads the intrinsics the wrappers use. Those of Reflect and
+// RangeError are read when goja builds those globals (deferGlobal): a
+// runtime that never reaches them does not build them.
 func (g *guards) capture() error {
 	v, err := g.vm.RunProgram(captureProgram)
 	if err != nil {
 		return err
 	}
 	list := v.(*goja.Object)
-	fn := func(i int) goja.Callable {
-		f, _ := goja.AssertFunction(list.Get(strconv.Itoa(i)))
-		return f
+	g.noop, _ = goja.AssertFunction(list.Get("0"))
+	g.recurse, _ = goja.AssertFunction(list.Get("1"))
+	for i := range g.kinCtors {
+		g.kinCtors[i], _ = list.Get(strconv.Itoa(2 + i)).(*goja.Object).Prototype().Get("constructor").(*goja.Object)
 	}
-	g.noop, g.reflectHas, g.ownDesc, g.isArray = fn(0), fn(1), fn(2), fn(3)
-	g.reflectGet, g.recurse = fn(5), fn(6)
-	g.rangeErrorCtor = list.Get("7")
-	g.ownSymbolsOf = fn(8)
-	g.objectProto = g.global("Object").Get("prototype").(*goja.Object)
+	object := g.global("Object")
+	g.ownDesc, _ = goja.AssertFunction(object.Get("getOwnPropertyDescriptor"))
+	g.ownSymbolsOf, _ = goja.AssertFunction(object.Get("getOwnPropertySymbols"))
+	g.objectProto = object.Get("prototype").(*goja.Object)
 	g.arrayCtor = g.global("Array")
+	g.isArray, _ = goja.AssertFunction(g.arrayCtor.Get("isArray"))
 	g.arrayProto = g.arrayCtor.Get("prototype").(*goja.Object)
-	return nil
+	if g.noop == nil || g.recurse == nil || g.ownDesc == nil || g.ownSymbolsOf == nil || g.isArray == nil {
+		return errNotBuiltin("an intrinsic the guards use")
+	}
+	return g.deferGlobal("RangeError", func(ctor *goja.Object) error {
+		g.rangeErrorCtor = ctor
+		return nil
+	})
+}
+
+// reflectOps is Reflect.has and Reflect.get, goja's: it builds Reflect
+// (which captures them, installReflect) when nothing has yet. Whatever
+// replaced or deleted the global built it first, so what it finds is
+// always goja's own.
+func (g *guards) reflectOps() (has, get goja.Callable) {
+	if g.reflectHas == nil {
+		g.vm.GlobalObject().Get("Reflect")
+	}
+	if g.reflectHas == nil {
+		panic(errNotBuiltin("Reflect"))
+	}
+	return g.reflectHas, g.reflectGet
+}
+
+// rangeErrorOf is goja's RangeError, built (and captured) on first use.
+func (g *guards) rangeErrorOf() goja.Value {
+	if g.rangeErrorCtor == nil {
+		g.vm.GlobalObject().Get("RangeError")
+	}
+	if g.rangeErrorCtor == nil {
+		panic(errNotBuiltin("RangeError"))
+	}
+	return g.rangeErrorCtor
 }
 
 // global is the global constructor or namespace object name.
@@ -507,6 +549,9 @@ func (g *guards) installFunctions() error {
 			if o, ok := call.This.(*goja.Object); ok {
 				if src, ok := g.sources[o]; ok {
 					return orig(goja.FunctionCall{This: src})
+				}
+				if text, ok := g.compiledText[o]; ok {
+					return g.vm.ToValue(text)
 				}
 			}
 			return orig(call)

@@ -185,7 +185,8 @@ func (e *elems) hasGet(k int64) (goja.Value, bool) {
 		v := e.o.Get(key(k))
 		return v, v != nil
 	}
-	ok, err := e.g.reflectHas(goja.Undefined(), e.o, e.g.vm.ToValue(key(k)))
+	has, _ := e.g.reflectOps()
+	ok, err := has(goja.Undefined(), e.o, e.g.vm.ToValue(key(k)))
 	throwing(err)
 	if !ok.ToBoolean() {
 		return nil, false
@@ -401,9 +402,18 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 		if l == 0 {
 			return g.vm.ToValue("")
 		}
-		if units, ok := g.primitivesSize(o, l); ok {
-			sl := int64(sep.Length())
-			g.reserve((units + (l-1)*sl) * 2)
+		if units, strUnits, ascii, ok := g.primitivesSize(o, l); ok {
+			seps := (l - 1) * int64(sep.Length())
+			units += seps
+			wide := !ascii || !isASCII(sep)
+			size := units * unitBytes(!wide)
+			if size >= reserveFloor {
+				// A large result is built here, at its size: goja's join
+				// grows its buffer by appending, so that it would hold
+				// about twice the result at its peak.
+				g.reserve(size)
+				return g.joinPrimitives(o, l, sep, strUnits+seps, wide)
+			}
 			// goja reads the length again (an array's: quiet) and joins
 			// on its own stack, which holds o only while it joins.
 			g.joined()
@@ -434,28 +444,57 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 }
 
 // primitivesSize is the units the elements of o, a dense array of n
-// primitives below denseNative, take as strings; ok is false for any
-// other o (their reads are quiet: a dense array has no accessor).
-func (g *guards) primitivesSize(o *goja.Object, n int64) (int64, bool) {
+// primitives below denseNative, take as strings (at most), the units its
+// strings take (exactly), and whether its strings are all ASCII; ok is
+// false for any other o (their reads are quiet: a dense array has no
+// accessor).
+func (g *guards) primitivesSize(o *goja.Object, n int64) (units, strUnits int64, ascii, ok bool) {
 	if m, dense := denseArray(o); !dense || m != n || n >= g.dense {
-		return 0, false
+		return 0, 0, false, false
 	}
-	var units int64
+	ascii = true
 	for i := int64(0); i < n; i++ {
 		g.tick(i)
 		switch v := o.Get(key(i)).(type) {
 		case goja.String:
-			units += int64(v.Length())
+			strUnits += int64(v.Length())
+			ascii = ascii && isASCII(v)
 		case *goja.Object, *goja.Symbol:
-			return 0, false
+			return 0, 0, false, false
 		default:
 			if goja.IsBigInt(v) {
-				return 0, false
+				return 0, 0, false, false
 			}
 			units += 24 // the longest number: -1.7976931348623157e+308
 		}
 	}
-	return units, true
+	return units + strUnits, strUnits, ascii, true
+}
+
+// joinPrimitives joins o, a dense array of n primitives, as goja's join
+// does, in a buffer made for known units at once (its strings and
+// separators: what numbers and the like take grows it as they come, so
+// that a result is never held in a buffer larger than it); wide is set
+// when a part is not ASCII.
+func (g *guards) joinPrimitives(o *goja.Object, n int64, sep goja.String, known int64, wide bool) goja.Value {
+	var b goja.StringBuilder
+	if wide {
+		b.LikelyUnicode(int(known))
+	} else {
+		b.Grow(int(known))
+	}
+	for i := int64(0); i < n; i++ {
+		if i%guardStride == 0 {
+			g.checkpoint()
+		}
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		if e := o.Get(key(i)); e != nil && !goja.IsUndefined(e) && !goja.IsNull(e) {
+			b.WriteString(g.toStr(e))
+		}
+	}
+	return b.String()
 }
 
 // arrayToLocaleString is Array.prototype.toLocaleString, in Go as join is.
@@ -481,7 +520,8 @@ func (g *guards) arrayToLocaleString(orig nativeFunc) nativeFunc {
 				continue
 			}
 			// goja reads the method with the item itself as receiver.
-			f, err := g.reflectGet(goja.Undefined(), item.ToObject(g.vm), g.vm.ToValue("toLocaleString"), item)
+			_, get := g.reflectOps()
+			f, err := get(goja.Undefined(), item.ToObject(g.vm), g.vm.ToValue("toLocaleString"), item)
 			throwing(err)
 			c, ok := callable(f)
 			if !ok {
@@ -1402,7 +1442,7 @@ func (g *guards) arrayToSorted(orig nativeFunc) nativeFunc {
 
 // rangeError is a RangeError with message text.
 func (g *guards) rangeError(text string) *goja.Object {
-	e, err := g.vm.New(g.rangeErrorCtor, g.vm.ToValue(text))
+	e, err := g.vm.New(g.rangeErrorOf(), g.vm.ToValue(text))
 	throwing(err)
 	return e
 }

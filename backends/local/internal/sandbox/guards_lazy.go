@@ -25,10 +25,12 @@ import (
 // their layout is not the one known the guards are installed up front as
 // before.
 
-// templateProp is one guarded property of one goja template.
+// templateProp is one guarded property of one goja template, keyed by
+// name or (sym not nil) by a symbol.
 type templateProp struct {
 	tmpl unsafe.Pointer // *goja.objectTemplate
 	name string
+	sym  *goja.Symbol
 }
 
 // lazyTemplates is what patchTemplates found and patched.
@@ -38,9 +40,10 @@ var lazyTemplates struct {
 	// materialized.
 	patched map[templateProp]bool
 	// self locates an object's implementation; tmplType is goja's
-	// template type, props the index of its factories.
-	self, props []int
-	tmplType    reflect.Type
+	// template type, props and symProps the index of its factories by
+	// name and by symbol (symProps nil: symbols are not deferred).
+	self, props, symProps []int
+	tmplType              reflect.Type
 	// valueOfProp reads the function out of what a factory returns
 	// (goja's valueProperty), or nil.
 	valueOfProp []int
@@ -103,8 +106,20 @@ func (g *guards) deferGlobal(name string, install func(ctor *goja.Object) error)
 // a templated object whose property name goja has not built yet and whose
 // factory is patched, and reports whether it did.
 func (g *guards) deferBuild(obj *goja.Object, name string, build func(goja.Value)) bool {
+	return g.deferKey(func() (templateProp, bool, bool) { return templateOf(obj, name) }, build)
+}
+
+// deferSymbol is deferBuild for the property of obj keyed by sym. goja
+// builds all of an object's templated symbol properties together, when the
+// first of them is touched.
+func (g *guards) deferSymbol(obj *goja.Object, sym *goja.Symbol, build func(goja.Value)) bool {
+	return g.deferKey(func() (templateProp, bool, bool) { return templateOfSym(obj, sym) }, build)
+}
+
+// deferKey is deferBuild for the template property find locates.
+func (g *guards) deferKey(find func() (key templateProp, built, ok bool), build func(goja.Value)) bool {
 	if g.recording != nil {
-		if key, _, ok := templateOf(obj, name); ok {
+		if key, _, ok := find(); ok {
 			g.recording[key] = true
 		}
 		return false
@@ -112,7 +127,7 @@ func (g *guards) deferBuild(obj *goja.Object, name string, build func(goja.Value
 	if !lazyTemplates.ok {
 		return false
 	}
-	key, built, ok := templateOf(obj, name)
+	key, built, ok := find()
 	if !ok || built || !lazyTemplates.patched[key] {
 		return false
 	}
@@ -138,20 +153,8 @@ func (g *guards) materialized(key templateProp, v goja.Value) {
 // one of goja's templated objects, its template has name, and goja has
 // not built (or deleted) that property in obj yet (built is true then).
 func templateOf(obj *goja.Object, name string) (key templateProp, built, ok bool) {
-	if lazyTemplates.self == nil {
-		return key, false, false
-	}
-	impl := reflect.ValueOf(obj).Elem().FieldByIndex(lazyTemplates.self)
-	if impl.IsNil() || impl.Elem().Kind() != reflect.Pointer {
-		return key, false, false
-	}
-	l := layoutOf(impl.Elem().Type())
-	if l == nil {
-		return key, false, false
-	}
-	st := impl.Elem().Elem()
-	tmpl := st.FieldByIndex(l.tmpl)
-	if tmpl.IsNil() {
+	st, l, tmpl, ok := templatedParts(obj)
+	if !ok {
 		return key, false, false
 	}
 	k := reflect.ValueOf(unistring.String(name))
@@ -162,9 +165,42 @@ func templateOf(obj *goja.Object, name string) (key templateProp, built, ok bool
 	return templateProp{tmpl: tmpl.UnsafePointer(), name: name}, built, true
 }
 
-// templatedLayout locates the template and the built properties of one
-// of goja's templated object types.
-type templatedLayout struct{ tmpl, values []int }
+// templateOfSym is templateOf for the property keyed by sym: built is true
+// once goja has built obj's symbol properties (all at once).
+func templateOfSym(obj *goja.Object, sym *goja.Symbol) (key templateProp, built, ok bool) {
+	st, l, tmpl, ok := templatedParts(obj)
+	if !ok || lazyTemplates.symProps == nil || l.symValues == nil {
+		return key, false, false
+	}
+	if !tmpl.Elem().FieldByIndex(lazyTemplates.symProps).MapIndex(reflect.ValueOf(sym)).IsValid() {
+		return key, false, false
+	}
+	built = !st.FieldByIndex(l.symValues).IsNil()
+	return templateProp{tmpl: tmpl.UnsafePointer(), sym: sym}, built, true
+}
+
+// templatedParts is obj's implementation, its layout and its template,
+// when obj is one of goja's templated objects.
+func templatedParts(obj *goja.Object) (st reflect.Value, l *templatedLayout, tmpl reflect.Value, ok bool) {
+	if lazyTemplates.self == nil {
+		return st, nil, tmpl, false
+	}
+	impl := reflect.ValueOf(obj).Elem().FieldByIndex(lazyTemplates.self)
+	if impl.IsNil() || impl.Elem().Kind() != reflect.Pointer {
+		return st, nil, tmpl, false
+	}
+	if l = layoutOf(impl.Elem().Type()); l == nil {
+		return st, nil, tmpl, false
+	}
+	st = impl.Elem().Elem()
+	tmpl = st.FieldByIndex(l.tmpl)
+	return st, l, tmpl, !tmpl.IsNil()
+}
+
+// templatedLayout locates the template and the built properties (by name,
+// and by symbol: nil when not found) of one of goja's templated object
+// types.
+type templatedLayout struct{ tmpl, values, symValues []int }
 
 // templatedLayouts caches layoutOf by type (nil: not templated).
 var templatedLayouts sync.Map // reflect.Type -> *templatedLayout
@@ -181,6 +217,9 @@ func layoutOf(typ reflect.Type) *templatedLayout {
 	if ok && ok2 && tmpl.Type == lazyTemplates.tmplType && values.Type.Kind() == reflect.Map &&
 		values.Type.Key() == reflect.TypeOf(unistring.String("")) {
 		l = &templatedLayout{tmpl: tmpl.Index, values: values.Index}
+		if sv, ok := typ.Elem().FieldByName("symValues"); ok && sv.Type.Kind() == reflect.Pointer {
+			l.symValues = sv.Index
+		}
 	}
 	templatedLayouts.Store(typ, l)
 	return l
@@ -265,6 +304,11 @@ func patchTemplates() {
 	}
 	lazyTemplates.self, lazyTemplates.props, lazyTemplates.tmplType = self.Index, propsField.Index, tmplType
 	lazyTemplates.valueOfProp = valueOfProp
+	symPropsField, ok := tmplType.Elem().FieldByName("symProps")
+	if ok && symPropsField.Type.Kind() == reflect.Map && symPropsField.Type.Key() == reflect.TypeOf((*goja.Symbol)(nil)) &&
+		symPropsField.Type.Elem() == propsField.Type.Elem() {
+		lazyTemplates.symProps = symPropsField.Index
+	}
 
 	// Record which template properties the guards wrap.
 	rec := goja.New()
@@ -276,6 +320,10 @@ func patchTemplates() {
 	for key := range g.recording {
 		props := readable(reflect.NewAt(tmplType.Elem(), key.tmpl).Elem().FieldByIndex(propsField.Index))
 		name := reflect.ValueOf(unistring.String(key.name))
+		if key.sym != nil {
+			props = readable(reflect.NewAt(tmplType.Elem(), key.tmpl).Elem().FieldByIndex(lazyTemplates.symProps))
+			name = reflect.ValueOf(key.sym)
+		}
 		old := props.MapIndex(name).Convert(factory).Interface().(func(*goja.Runtime) goja.Value)
 		key := key
 		patch := func(r *goja.Runtime) goja.Value {

@@ -15,25 +15,22 @@ func (g *guards) installMisc() error {
 	if err := g.installIterators(); err != nil {
 		return err
 	}
-	json := g.global("JSON")
-	if err := g.method(json, "stringify", g.jsonStringify); err != nil {
-		return err
-	}
-	if err := g.method(json, "parse", g.jsonParse); err != nil {
+	// JSON and Reflect are guarded when goja builds them (any read or
+	// write of the global does first; nothing else reaches them).
+	err := g.deferGlobal("JSON", func(json *goja.Object) error {
+		if err := g.method(json, "stringify", g.jsonStringify); err != nil {
+			return err
+		}
+		return g.method(json, "parse", g.jsonParse)
+	})
+	if err != nil {
 		return err
 	}
 	fnProto := g.global("Function").Get("prototype").(*goja.Object)
 	if err := g.method(fnProto, "apply", g.functionApply); err != nil {
 		return err
 	}
-	reflect := g.global("Reflect")
-	if err := g.method(reflect, "apply", g.reflectApply); err != nil {
-		return err
-	}
-	if err := g.method(reflect, "construct", g.reflectConstruct); err != nil {
-		return err
-	}
-	if err := g.method(reflect, "ownKeys", g.keysReserving); err != nil {
+	if err := g.deferGlobal("Reflect", g.installReflect); err != nil {
 		return err
 	}
 	object := g.global("Object")
@@ -63,23 +60,43 @@ func (g *guards) installMisc() error {
 	return nil
 }
 
+// installReflect captures Reflect.has and Reflect.get for the guards'
+// own use and guards Reflect.apply, construct and ownKeys.
+func (g *guards) installReflect(reflect *goja.Object) error {
+	g.reflectHas, _ = goja.AssertFunction(reflect.Get("has"))
+	g.reflectGet, _ = goja.AssertFunction(reflect.Get("get"))
+	if g.reflectHas == nil || g.reflectGet == nil {
+		return errNotBuiltin("Reflect.has")
+	}
+	if err := g.method(reflect, "apply", g.reflectApply); err != nil {
+		return err
+	}
+	if err := g.method(reflect, "construct", g.reflectConstruct); err != nil {
+		return err
+	}
+	return g.method(reflect, "ownKeys", g.keysReserving)
+}
+
 // installIterators guards the next of goja's built-in iterators: spread,
 // destructuring, Array.from, new Set and Map, Promise.all and the other
 // iterating built-ins call it from one Go loop, so it looks at the
 // interrupt (every call, for a flag; every guardStride calls, the run's
-// context). The Map and Set iterators are guarded when goja builds Map
+// context). The array iterator is guarded at once (any for-of over an
+// array, the bootstrap's among them, builds it); the string iterator when
+// goja builds String.prototype[Symbol.iterator], the only maker of string
+// iterators (deferSymbol); the Map and Set iterators when goja builds Map
 // or Set (deferGlobal), the RegExp string iterator when
 // RegExp.prototype[Symbol.matchAll] first makes one: making them up front
 // would cost every prepared runtime those families' objects and a regular
 // expression's compilation.
 func (g *guards) installIterators() error {
-	v, err := g.vm.RunProgram(iteratorsProgram)
-	if err != nil {
+	if err := g.guardIteratorOf(g.arrayProto.GetSymbol(goja.SymIterator), g.vm.NewArray()); err != nil {
 		return err
 	}
-	protos := v.(*goja.Object)
-	for i := int64(0); i < lengthOf(protos); i++ {
-		if err := g.guardNext(protos.Get(key(i)).(*goja.Object)); err != nil {
+	stringProto := g.global("String").Get("prototype").(*goja.Object)
+	guardStrings := func(iter goja.Value) error { return g.guardIteratorOf(iter, g.vm.ToValue("")) }
+	if !g.deferSymbol(stringProto, goja.SymIterator, func(v goja.Value) { throwing(guardStrings(functionOfProp(v))) }) {
+		if err := guardStrings(stringProto.GetSymbol(goja.SymIterator)); err != nil {
 			return err
 		}
 	}
@@ -100,6 +117,24 @@ func (g *guards) installIterators() error {
 		}
 	}
 	return g.guardMatchAll()
+}
+
+// guardIteratorOf guards the next method of the iterators that iter (an
+// iterator method) makes, called on this.
+func (g *guards) guardIteratorOf(iter, this goja.Value) error {
+	fn, ok := iter.(*goja.Object)
+	if !ok {
+		return errNotBuiltin("an iterator method")
+	}
+	it, err := g.callValue(fn, this)
+	if err != nil {
+		return err
+	}
+	o, ok := it.(*goja.Object)
+	if !ok || o.Prototype() == nil {
+		return errNotBuiltin("an iterator")
+	}
+	return g.guardNext(o.Prototype())
 }
 
 // guardNext guards the next method of the built-in iterator prototype

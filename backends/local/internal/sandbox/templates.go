@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"reflect"
+	"sort"
 	"strings"
 
 	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/parser"
 	"github.com/dop251/goja/token"
 )
 
@@ -117,4 +119,122 @@ func walkExpressions(v reflect.Value, f func(ast.Expression) ast.Expression) {
 			}
 		}
 	}
+}
+
+// splitTemplateSource is src with its large templates split as
+// splitTemplates splits them, written out as source: for the code goja
+// compiles itself at run time (Function and its kin, indirect eval), whose
+// compilation the sandbox cannot reach but whose text it can. Each split
+// template becomes its parts joined by + in the same balanced tree, in
+// parentheses: `a${x}b${y}c${z}d` is (`a${x}b${y}c`+`${z}d`). Nothing else
+// of src changes. ok is false when src has no template to split or does
+// not parse (goja then reports its own syntax error).
+func splitTemplateSource(src string) (out string, ok bool) {
+	ins := templateSplits(src)
+	if len(ins) == 0 {
+		return src, false
+	}
+	return insert(src, ins), true
+}
+
+// templateSplits are the insertions that split src's large templates, in
+// order (none when src does not parse).
+func templateSplits(src string) []insertion {
+	if !strings.Contains(src, "${") {
+		return nil
+	}
+	prg, err := parser.ParseFile(nil, "", src, 0, parser.WithDisableSourceMaps)
+	if err != nil {
+		return nil
+	}
+	base := prg.File.Base()
+	var ins []insertion
+	whole := true
+	walkExpressions(reflect.ValueOf(prg), func(e ast.Expression) ast.Expression {
+		if t, ok := e.(*ast.TemplateLiteral); ok && t.Tag == nil && len(t.Expressions) > templateGroup {
+			more, ok := templateInsertions(t, src, base)
+			ins, whole = append(ins, more...), whole && ok
+		}
+		return e
+	})
+	if !whole {
+		return nil
+	}
+	sort.SliceStable(ins, func(i, j int) bool { return ins[i].at < ins[j].at })
+	return ins
+}
+
+// insert is src with ins (in order) inserted.
+func insert(src string, ins []insertion) string {
+	var b strings.Builder
+	last := 0
+	for _, in := range ins {
+		b.WriteString(src[last:in.at])
+		b.WriteString(in.text)
+		last = in.at
+	}
+	b.WriteString(src[last:])
+	return b.String()
+}
+
+// insertion is text to insert into a source before its byte at.
+type insertion struct {
+	at   int
+	text string
+}
+
+// templateInsertions are the insertions that split t (in src, whose
+// positions start at base) into parts of templateGroup substitutions,
+// joined as joinTemplateParts joins them; ok is false when its text is
+// not where the parser said.
+func templateInsertions(t *ast.TemplateLiteral, src string, base int) (ins []insertion, ok bool) {
+	n := (len(t.Expressions) + templateGroup - 1) / templateGroup
+	// opens[i] and closes[i] count the tree's + nodes whose first and
+	// last part is part i.
+	opens, closes := make([]int, n), make([]int, n)
+	var tree func(lo, hi int)
+	tree = func(lo, hi int) {
+		if hi-lo < 2 {
+			return
+		}
+		opens[lo]++
+		closes[hi-1]++
+		mid := lo + (hi-lo)/2
+		tree(lo, mid)
+		tree(mid, hi)
+	}
+	tree(0, n)
+	openAt, closeAt := int(t.OpenQuote)-base, int(t.CloseQuote)-base
+	if openAt < 0 || closeAt >= len(src) || src[openAt] != '`' || src[closeAt] != '`' {
+		return nil, false
+	}
+	ins = []insertion{{at: openAt, text: strings.Repeat("(", opens[0])}}
+	for i := 1; i < n; i++ {
+		// Part i starts at the ${ of substitution i*templateGroup, which
+		// ends the raw text of the element before it (goja places an
+		// element one past its first byte).
+		at := substitutionStart(src, int(t.Elements[i*templateGroup].Idx)-base-1)
+		if at < 0 {
+			return nil, false
+		}
+		ins = append(ins, insertion{at: at, text: "`" + strings.Repeat(")", closes[i-1]) + "+" + strings.Repeat("(", opens[i]) + "`"})
+	}
+	return append(ins, insertion{at: closeAt + 1, text: strings.Repeat(")", closes[n-1])}), true
+}
+
+// substitutionStart is the offset of the ${ that ends the raw template
+// text starting at from: the first $ followed by { that no backslash
+// escapes (-1: none).
+func substitutionStart(src string, from int) int {
+	for i := max(from, 0); i+1 < len(src); i++ {
+		switch {
+		case src[i] == '\\':
+			i++
+		case src[i] == '`':
+			return -1
+		case src[i] == '$' && src[i+1] == '{':
+			return i
+		}
+	}
+	return -1
 }
