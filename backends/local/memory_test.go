@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"github.com/supolka/codemode-gateway/internal/testutil"
-	"sync"
 	"testing"
 	"time"
 
@@ -159,31 +158,48 @@ func TestGarbageChurnIsNotGrowth(t *testing.T) {
 func TestRunsThatOutgrowTheirWorkerLoseOne(t *testing.T) {
 	e := newPool(t, Options{MaxWorkers: 2, MinWorkers: 1, Shares: oneSlotEach, WorkerMemoryMB: 256, AddressSpaceHeadroomMB: 4096, WorkerCommand: jsWorkerCommand(t)})
 	workerOf(t, e, "t")
-	// Each keeps 96 MiB, a mebibyte every few milliseconds: three of them
-	// pass 224 MiB together by far, two of them do not.
+	// Each keeps 96 MiB, a mebibyte every few milliseconds, and then holds
+	// it until the test lets go (its timer keeps it busy meanwhile): three
+	// of them pass 224 MiB together by far, two of them do not. Holding
+	// makes the three overlap however the machine schedules them; without
+	// it the first could finish before the third had grown, and none
+	// would cross the line.
 	code := `async () => {
   const kept = []
   while (kept.length < 96) {
     kept.push(new Uint8Array(1 << 20).fill(1))
     await new Promise((r) => setTimeout(r, 5))
   }
+  let released = false
+  t.wait(0).then(() => { released = true })
+  while (!released) await new Promise((r) => setTimeout(r, 5))
   return kept.length
 }`
-	var wg sync.WaitGroup
+	g := newGatedTool()
 	results := make([]*protocol.ExecuteResult, 3)
+	ended := make(chan *protocol.ExecuteResult, len(results))
 	for i := range results {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: code, Timeout: protocol.TimeoutOf(60000)}, tenantT)
+			res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: code, Timeout: protocol.TimeoutOf(60000),
+				Providers: []protocol.ProviderDescriptor{{Name: "t", Tools: []string{"wait"}}}, Dispatch: g.dispatch}, tenantT)
 			if err != nil {
 				t.Errorf("run %d: %v", i, err)
-				return
 			}
 			results[i] = res
+			ended <- res
 		}()
 	}
-	wg.Wait()
+	// The first to end is the one the line took; then the others may go.
+	got := 0
+	select {
+	case <-ended:
+		got++
+	case <-time.After(30 * time.Second):
+	}
+	close(g.release)
+	for ; got < len(results); got++ {
+		<-ended
+	}
 	failed := 0
 	for i, res := range results {
 		switch {
