@@ -33,13 +33,12 @@ run: build
 # The test command of the README and of CI: static checks, then every test
 # with the race detector, the deployment files' (a module of their own) too,
 # and the TypeScript client's (client-test, at the end of this file). The
-# three suites run side by side (their output a line at a time): the
-# client's spends most of its minute and a half waiting on node and the
-# browser, which the Go tests' two package slots fill, and its serial
-# minute was the largest part of make test's wall time on two CPUs. The
-# tests whose bounds the load beside them used to break
-# (TestMemoryBudgetIsAskedFirst, TestHandlesTimerSpinningBetweenInvocations)
-# have margins for it.
+# three suites run side by side, each one's output shown whole when it
+# ends: the client's took a minute and a half, about 56 CPU-s of it, most
+# of the rest waiting on node and the browser, and run after the others it
+# was the largest serial part of make test on two CPUs. The tests whose
+# bounds the load beside them used to break (TestMemoryBudgetIsAskedFirst,
+# TestHandlesTimerSpinningBetweenInvocations) have margins for it.
 test: vet interop-deps e2e-deps client-test-deps
 	$(MAKE) --no-print-directory -j3 --output-sync=line go-test deploy-test client-test-run
 
