@@ -5,11 +5,14 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
+// Each test has a listener of its own and spends its time waiting on
+// wall clocks (read deadlines, SpokenGrace), so the tests run in parallel.
 func listen(t *testing.T, o Options) *Listener {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,10 +47,23 @@ func closedByPeer(c net.Conn) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
+// closedByPeerEach is closedByPeer of each of conns, read side by side so
+// that the half seconds of those left open are waited once, not in turn.
+func closedByPeerEach(conns []net.Conn) []bool {
+	closed := make([]bool, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() { closed[i] = closedByPeer(c) })
+	}
+	wg.Wait()
+	return closed
+}
+
 // TestOldestUnauthenticatedIsClosed: past MaxUnauthenticated the oldest
 // waiting connection goes when none has spoken; an authenticated one
 // never counts.
 func TestOldestUnauthenticatedIsClosed(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxUnauthenticated: 3, DescriptorLimit: 1000, Reserve: 10})
 	var clients []net.Conn
 	var served []net.Conn
@@ -66,8 +82,9 @@ func TestOldestUnauthenticatedIsClosed(t *testing.T) {
 	}
 	// Five waited, at most three at once: 1 went when 4 came, 2 when 5
 	// came.
+	closed := closedByPeerEach(clients)
 	for i, want := range []bool{false, true, true, false, false, false} {
-		if got := closedByPeer(clients[i]); got != want {
+		if got := closed[i]; got != want {
 			t.Errorf("client %d closed: %v, want %v", i, got, want)
 		}
 	}
@@ -86,6 +103,7 @@ func TestOldestUnauthenticatedIsClosed(t *testing.T) {
 // Reserve descriptors free; a connection past that waits in the backlog
 // until one closes.
 func TestAcceptWaitsForRoomUnderTheDescriptorLimit(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{DescriptorLimit: 12, Reserve: 10})
 	if l.MaxOpen() != 2 {
 		t.Fatalf("MaxOpen %d, want 2", l.MaxOpen())
@@ -130,6 +148,7 @@ func TestAcceptWaitsForRoomUnderTheDescriptorLimit(t *testing.T) {
 // unauthenticated connections hold at most half its places, so they never
 // stop the listener from accepting.
 func TestUnauthenticatedTakeAtMostHalf(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxUnauthenticated: 100, DescriptorLimit: 18, Reserve: 10})
 	for i := 0; i < 12; i++ {
 		dial(t, l)
@@ -147,6 +166,7 @@ func TestUnauthenticatedTakeAtMostHalf(t *testing.T) {
 // TestCloseWakesAWaitingAccept: closing the listener ends an Accept that
 // waits for room.
 func TestCloseWakesAWaitingAccept(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{DescriptorLimit: 11, Reserve: 10})
 	dial(t, l)
 	s, err := l.Accept()
@@ -197,6 +217,7 @@ func accept(t *testing.T, l *Listener, read bool) net.Conn {
 // send nothing closes its own oldest, never a client that sent its request
 // before them.
 func TestSilentConnectionsGoBeforeThoseThatSpoke(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxUnauthenticated: 3, DescriptorLimit: 1000, Reserve: 10})
 	real := dial(t, l)
 	speak(t, real)
@@ -206,11 +227,12 @@ func TestSilentConnectionsGoBeforeThoseThatSpoke(t *testing.T) {
 		flood = append(flood, dial(t, l))
 		accept(t, l, false)
 	}
-	if closedByPeer(real) {
+	closed := closedByPeerEach(append([]net.Conn{real}, flood...))
+	if closed[0] {
 		t.Fatal("the client that spoke was closed by the flood")
 	}
-	for i, c := range flood {
-		if want := i < 8; closedByPeer(c) != want {
+	for i := range flood {
+		if want := i < 8; closed[1+i] != want {
 			t.Errorf("silent connection %d closed: %v, want %v", i, !want, want)
 		}
 	}
@@ -225,6 +247,7 @@ func TestSilentConnectionsGoBeforeThoseThatSpoke(t *testing.T) {
 // one is authenticated, or until the oldest has had SpokenGrace, and then
 // that one closes.
 func TestABurstThatSpeaksIsServedWhole(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxUnauthenticated: 2, DescriptorLimit: 40, Reserve: 10})
 	if l.maxSpoken != 15 {
 		t.Fatalf("bound for connections that spoke %d, want 15 (half of 30)", l.maxSpoken)
@@ -276,8 +299,9 @@ func TestABurstThatSpeaksIsServedWhole(t *testing.T) {
 	case <-time.After(SpokenGrace + 5*time.Second):
 		t.Fatal("no accept after the oldest had its grace")
 	}
-	for i, c := range burst {
-		if want := i == 1; closedByPeer(c) != want {
+	closed := closedByPeerEach(burst)
+	for i := range burst {
+		if want := i == 1; closed[i] != want {
 			t.Errorf("connection %d of the burst closed: %v, want %v", i, !want, want)
 		}
 	}
