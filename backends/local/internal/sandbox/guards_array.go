@@ -428,17 +428,7 @@ func (g *guards) arrayJoin(orig nativeFunc) nativeFunc {
 			}
 			g.grow(&b.meter, (l-1)*sl*unitBytes(isASCII(sep)))
 		}
-		for i := int64(0); i < l; i++ {
-			if i%guardStride == 0 {
-				b.check()
-			}
-			if i > 0 {
-				b.write(sep)
-			}
-			if e := o.Get(key(i)); e != nil && !goja.IsUndefined(e) && !goja.IsNull(e) {
-				b.write(g.toStr(e))
-			}
-		}
+		g.joinInto(o, l, sep, b.write)
 		return b.b.String()
 	}
 }
@@ -483,18 +473,25 @@ func (g *guards) joinPrimitives(o *goja.Object, n int64, sep goja.String, known 
 	} else {
 		b.Grow(int(known))
 	}
+	g.joinInto(o, n, sep, b.WriteString)
+	return b.String()
+}
+
+// joinInto writes o's first n elements as join does, with sep between them
+// and nothing for undefined and null, looking at the interrupt every
+// guardStride elements.
+func (g *guards) joinInto(o *goja.Object, n int64, sep goja.String, write func(goja.String)) {
 	for i := int64(0); i < n; i++ {
 		if i%guardStride == 0 {
 			g.checkpoint()
 		}
 		if i > 0 {
-			b.WriteString(sep)
+			write(sep)
 		}
 		if e := o.Get(key(i)); e != nil && !goja.IsUndefined(e) && !goja.IsNull(e) {
-			b.WriteString(g.toStr(e))
+			write(g.toStr(e))
 		}
 	}
-	return b.String()
 }
 
 // arrayToLocaleString is Array.prototype.toLocaleString, in Go as join is.
