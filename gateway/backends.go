@@ -127,8 +127,8 @@ type group struct {
 	// discovered); nil for a group that is one member.
 	remote *remoteMaker
 	// tenants are the tenants the current configuration puts on the group
-	// (probeTenants); unset until the gateway has a configuration.
-	tenants atomic.Pointer[func() []string]
+	// (probeTenants); none until the gateway has a configuration.
+	tenants func() []string
 	// discovery finds a remote group's members in DNS; nil when they are
 	// listed (or the group is local).
 	discovery *discovery
@@ -161,12 +161,12 @@ func (r *remoteMaker) member(rm config.RemoteMember, index int) (*member, error)
 
 // newGroup starts group b with the kind its type names: one member made at
 // once, or for a remote group a member per entry, listed or discovered.
-func newGroup(b config.Backend, kinds upstream.Kinds, env upstream.Env, nameOf func(url string) string) (*group, error) {
+func newGroup(b config.Backend, kinds upstream.Kinds, env upstream.Env, nameOf func(url string) string, tenants func() []string) (*group, error) {
 	kind := kinds[b.Type]
 	if kind == nil {
 		return nil, fmt.Errorf("backend %s: this gateway runs no backend of type %q", b.Name, b.Type)
 	}
-	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout, required: b.Readiness == config.ReadinessRequired, retired: map[*member]struct{}{}}
+	g := &group{name: b.Name, defaultTimeoutMs: protocol.DefaultTimeout, required: b.Readiness == config.ReadinessRequired, retired: map[*member]struct{}{}, tenants: tenants}
 	g.ctx, g.stop = context.WithCancel(context.Background())
 	log := env.Logger
 	if b.Remote == nil {
@@ -358,11 +358,7 @@ const settingsRefusedLog = "executor server refused a tenant's settings; fix the
 // (which still fails with refusedText). A member that cannot be reached is
 // the health checks' business.
 func (g *group) probeTenants(members []*member) {
-	of := g.tenants.Load()
-	if of == nil {
-		return
-	}
-	tenants := (*of)()
+	tenants := g.tenants()
 	for _, m := range members {
 		s, ok := m.exec.(upstream.Prober)
 		if !ok {

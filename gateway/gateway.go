@@ -114,14 +114,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.wire = capnweb.NewMemoryBudget(int64(cfg.Limits.WireMemoryMB) << 20)
 	for _, b := range cfg.Backends {
 		nameOf := func(url string) string { return g.handles.ids.memberName(b.Name, url) }
-		grp, err := newGroup(b, opts.Kinds, upstream.Env{Logger: g.log, Policy: g.policyOf}, nameOf)
+		tenants := func() []string { return g.tenantsOn(b.Name) }
+		grp, err := newGroup(b, opts.Kinds, upstream.Env{Logger: g.log, Policy: g.policyOf}, nameOf, tenants)
 		if err != nil {
 			g.Close()
 			return nil, err
 		}
 		g.groups[b.Name] = grp
-		tenants := func() []string { return g.tenantsOn(b.Name) }
-		grp.tenants.Store(&tenants)
 		if b.Remote != nil && b.Remote.Discover != nil {
 			r := opts.Resolver
 			if r == nil {
