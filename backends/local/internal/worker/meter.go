@@ -383,6 +383,12 @@ func (m *meter) wake() {
 // for the piece. It returns nil, starting nothing, when ctx ended first.
 // The same goroutine must call leave.
 func (m *meter) enter(ctx context.Context, run uint64, clock sandbox.Clock) *piece {
+	return m.start(ctx, run, clock, false)
+}
+
+// start is enter, for a piece that builds its run's runtime when building
+// is set (enterBuild).
+func (m *meter) start(ctx context.Context, run uint64, clock sandbox.Clock, building bool) *piece {
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -394,7 +400,7 @@ func (m *meter) enter(ctx context.Context, run uint64, clock sandbox.Clock) *pie
 	r := m.runs[run]
 	onHogThread := r != nil && r.hogTid != 0 && r.hogTid == tid
 	m.mu.Unlock()
-	p := &piece{run: r, clock: clock, hog: onHogThread}
+	p := &piece{run: r, clock: clock, hog: onHogThread, building: building}
 	if !onHogThread {
 		// A short piece takes one of the worker's few places first; a hog
 		// gave its place up and needs none.
@@ -444,13 +450,7 @@ func (m *meter) enter(ctx context.Context, run uint64, clock sandbox.Clock) *pie
 // would answer its tool's calls on a thread of lowered priority for the
 // rest of its life.
 func (m *meter) enterBuild(ctx context.Context, run uint64) *piece {
-	p := m.enter(ctx, run, nil)
-	if p != nil {
-		m.mu.Lock()
-		p.building = true
-		m.mu.Unlock()
-	}
-	return p
+	return m.start(ctx, run, nil, true)
 }
 
 // leave ends piece p, on the goroutine that entered it. What p spent since
