@@ -72,37 +72,40 @@ func (m *member) takesRuns() bool { return m.healthy.Load() && !m.draining() }
 
 // The texts a tenant reads when a remote member's connection failed: the
 // fault's own text names the executor server's URL and the addresses
-// under it, which stay in the operator's log. An execution no member could
-// take reads protocol.NoExecutorError instead (group.execute);
-// unreachableText is left to calls on a retained execution, whose handles
-// live on that one member.
+// under it, which stay in the operator's log. A member that could not be
+// reached reads as a retryable refusal instead (forTenant's unreachable).
 const (
-	unreachableText = "The executor server behind this gateway could not be reached, so the call did not start. The gateway's operator has the details in its log."
-	refusedText     = "The executor servers behind this gateway refused this tenant's settings, so the call did not start. The gateway's operator has the details in its log."
-	brokenText      = "The connection to the executor server behind this gateway broke during the call, so its outcome is unknown. The gateway's operator has the details in its log."
+	refusedText = "The executor servers behind this gateway refused this tenant's settings, so the call did not start. The gateway's operator has the details in its log."
+	brokenText  = "The connection to the executor server behind this gateway broke during the call, so its outcome is unknown. The gateway's operator has the details in its log."
 )
 
 // forTenant is err as a tenant may read it: a remote member's connection
-// fault keeps its code and gets a text without addresses; the original
-// goes to the log with the member's URL.
-func (m *member) forTenant(err error) error {
+// fault gets a text without addresses; the original goes to the log with
+// the member's URL. A member that refused the tenant's settings keeps
+// CONNECTION_REJECTED, which no retry fixes; one that could not be reached
+// reads unreachable, a retryable QUEUE_OVERFLOW, since nothing of the call
+// started (protocol.NoExecutorError for an execution, which another
+// member may take; protocol.HandlesUnreachableError for a call on a
+// retained execution, whose handles live on that member alone). A broken
+// connection keeps CONNECTION_BROKEN: the call's outcome is unknown.
+func (m *member) forTenant(err, unreachable error) error {
 	if err == nil || m.health == nil {
 		return err
 	}
-	var text string
+	var out error
 	switch protocol.CodeOf(err) {
 	case protocol.CodeConnectionRejected:
-		text = unreachableText
+		out = unreachable
 		if _, ok := upstream.SettingsRefused(err); ok {
-			text = refusedText
+			out = protocol.NewFault(protocol.CodeConnectionRejected, refusedText)
 		}
 	case protocol.CodeConnectionBroken:
-		text = brokenText
+		out = protocol.NewFault(protocol.CodeConnectionBroken, brokenText)
 	default:
 		return err
 	}
 	m.log.Warn("executor server call failed; the tenant was told without its address", "error", err)
-	return protocol.NewFault(protocol.CodeOf(err), text)
+	return out
 }
 
 // group is a named backend group.
@@ -313,20 +316,19 @@ func (g *group) execute(ctx context.Context, req *protocol.ExecuteRequest, p pro
 			// The member is healthy; it cannot honour this tenant's
 			// settings. Another member (another version) may.
 			m.log.Error(settingsRefusedLog, "tenant", p.Tenant, "refusal", re.Text)
-			lastErr = m.forTenant(err)
+			lastErr = m.forTenant(err, nil)
 			continue
 		}
-		err = m.forTenant(err)
-		switch protocol.CodeOf(err) {
-		case protocol.CodeQueueOverflow:
+		if protocol.CodeOf(err) == protocol.CodeConnectionRejected {
+			// Not reached: no new runs until a health check passes.
+			m.healthy.Store(false)
+		}
+		err = m.forTenant(err, protocol.NewNoExecutorError())
+		if protocol.CodeOf(err) == protocol.CodeQueueOverflow {
 			if protocol.IsExecutorDraining(err) {
 				m.log.Info("executor server draining: it takes no new executions and keeps its pinned handles until it closes")
 			}
 			lastErr = err
-			continue
-		case protocol.CodeConnectionRejected:
-			m.healthy.Store(false)
-			lastErr = protocol.NewNoExecutorError()
 			continue
 		}
 		return res, m, err

@@ -313,7 +313,7 @@ func (t *tenant) InvokeHandle(ctx context.Context, id, handle string, req protoc
 	}
 	defer p.member.handleCall()()
 	resp, err := p.member.execFor(t.name).InvokeHandle(ctx, p.inner, handle, req)
-	err = p.member.forTenant(err)
+	err = p.member.forTenant(err, protocol.NewHandlesUnreachableError())
 	if executorapi.EndsHandles(err) {
 		t.routes.pins.drop(id)
 	}
@@ -327,7 +327,7 @@ func (t *tenant) CloseHandles(ctx context.Context, id string) error {
 		return protocol.NewHandlesClosedError(id)
 	}
 	defer p.member.handleCall()()
-	err := p.member.forTenant(p.member.execFor(t.name).CloseHandles(ctx, p.inner))
+	err := p.member.forTenant(p.member.execFor(t.name).CloseHandles(ctx, p.inner), protocol.NewHandlesUnreachableError())
 	if err == nil || protocol.CodeOf(err) == protocol.CodeHandlesClosed {
 		t.routes.pins.drop(id)
 	}

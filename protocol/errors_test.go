@@ -353,6 +353,7 @@ func TestDeclaredFailureGrammar(t *testing.T) {
 		NewDrainingError(),
 		NewExecutorDrainingError(),
 		NewNoExecutorError(),
+		NewHandlesUnreachableError(),
 		errors.New(ConsoleCaptureMessage),
 	} {
 		text := err.Error()

@@ -211,6 +211,27 @@ func (*NoExecutorError) Error() string {
 // FaultCode is CodeQueueOverflow.
 func (*NoExecutorError) FaultCode() Code { return CodeQueueOverflow }
 
+// HandlesUnreachableError: a call on a retained execution (invokeHandle,
+// closeHandles) whose handles live on an executor server behind a gateway
+// that could not be reached. It carries CodeQueueOverflow, which is
+// retryable: the call never started, so a retry runs it once. Handles
+// live on that one server, so unlike an execution the gateway cannot send
+// the call elsewhere; a server that restarted meanwhile lost them, and the
+// retry reads HANDLES_CLOSED.
+//
+//	The executor server that holds this execution's handles could not be reached, so the call did not start. Retry it in a few seconds; if that server restarted meanwhile, its handles are gone and the retry reads HANDLES_CLOSED.
+type HandlesUnreachableError struct{}
+
+// NewHandlesUnreachableError composes the text.
+func NewHandlesUnreachableError() *HandlesUnreachableError { return &HandlesUnreachableError{} }
+
+func (*HandlesUnreachableError) Error() string {
+	return "The executor server that holds this execution's handles could not be reached, so the call did not start. Retry it in a few seconds; if that server restarted meanwhile, its handles are gone and the retry reads HANDLES_CLOSED."
+}
+
+// FaultCode is CodeQueueOverflow.
+func (*HandlesUnreachableError) FaultCode() Code { return CodeQueueOverflow }
+
 // IsExecutorDraining reports whether err is an executor server's draining
 // refusal: an *ExecutorDrainingError in this process, or, after it crossed
 // the wire, a QUEUE_OVERFLOW fault whose whole text is its text. A caller

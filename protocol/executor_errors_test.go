@@ -35,6 +35,8 @@ func TestExecutorErrorTexts(t *testing.T) {
 			"This executor server is draining for a restart, so the execution was turned away before it started. Retry it; another executor server, or this one after the restart, will run it.", CodeQueueOverflow},
 		{NewNoExecutorError(),
 			"No executor server behind this gateway could take the execution, so it did not start. Retry it in a few seconds; an executor server that is down or restarting takes executions again once it is back.", CodeQueueOverflow},
+		{NewHandlesUnreachableError(),
+			"The executor server that holds this execution's handles could not be reached, so the call did not start. Retry it in a few seconds; if that server restarted meanwhile, its handles are gone and the retry reads HANDLES_CLOSED.", CodeQueueOverflow},
 	} {
 		if got := c.err.Error(); got != c.want {
 			t.Errorf("%T:\ngot  %q\nwant %q", c.err, got, c.want)

@@ -167,7 +167,7 @@ func Rehydrate(message string, code Code, props map[string]any) error {
 // text message is, or returns nil when it is none of them exactly.
 func rehydrateQueueFailure(message string) error {
 	// The refusals that carry no retry hint have one text each.
-	for _, err := range []error{NewDrainingError(), NewExecutorDrainingError(), NewNoExecutorError()} {
+	for _, err := range []error{NewDrainingError(), NewExecutorDrainingError(), NewNoExecutorError(), NewHandlesUnreachableError()} {
 		if message == err.Error() {
 			return err
 		}

@@ -60,6 +60,7 @@ func TestRehydrateTypedFailures(t *testing.T) {
 		NewDrainingError(),
 		NewExecutorDrainingError(),
 		NewNoExecutorError(),
+		NewHandlesUnreachableError(),
 	} {
 		err := Rehydrate(orig.Error(), orig.FaultCode(), props)
 		if err.Error() != orig.Error() {
