@@ -6,9 +6,9 @@
 //
 // One connection carries many executions at once. When it dies, every call
 // in flight fails with CONNECTION_BROKEN and is never replayed; the next
-// call dials again, with backoff after a failed attempt. An execution the
-// server turned away before it started (QUEUE_OVERFLOW) or whose worker
-// crashed (WORKER_CRASHED) is tried again with backoff (Options.Retry).
+// call dials again, with backoff after a failed attempt. An execution or
+// a call on a retained execution that the server turned away before it
+// started (QUEUE_OVERFLOW) is tried again with backoff (Options.Retry).
 package remote
 
 import (
@@ -41,9 +41,9 @@ type Options struct {
 	MaxBackoff time.Duration
 	// HTTPClient dials the WebSocket; http.DefaultClient when nil.
 	HTTPClient *http.Client
-	// Retry bounds the retries of an execution the server turned away
-	// with a retryable code (see Retry); the zero value retries up to
-	// four times, and Retry{Attempts: 1} turns retries off.
+	// Retry bounds the retries of an execution or a handle call the
+	// server turned away with QUEUE_OVERFLOW (see Retry); the zero value
+	// retries up to four times, and Retry{Attempts: 1} turns retries off.
 	Retry Retry
 }
 
@@ -172,9 +172,9 @@ func (e *Executor) Execute(ctx context.Context, req *protocol.ExecuteRequest) (*
 // applies: the rest has no wire form, and the server holds executions to
 // its own operator's bounds.
 //
-// An execution turned away with a retryable code (QUEUE_OVERFLOW,
-// WORKER_CRASHED) is tried again as Options.Retry says, and the last
-// fault is returned once the attempts are spent. A server that refuses
+// An execution turned away with QUEUE_OVERFLOW is tried again as
+// Options.Retry says, and the last fault is returned once the attempts
+// are spent; WORKER_CRASHED is the caller's to retry (see Retry). A server that refuses
 // the execution as draining (protocol.IsExecutorDraining) marks the
 // session Draining until it ends.
 func (e *Executor) ExecuteWith(ctx context.Context, req *protocol.ExecuteRequest, p protocol.Policy) (*protocol.ExecuteResult, error) {
@@ -218,22 +218,30 @@ func (e *Executor) Draining() bool {
 
 // InvokeHandle implements protocol.Executor. Handles live on the server,
 // so a reconnected session may invoke the handles an earlier one was
-// granted.
+// granted. A call turned away with QUEUE_OVERFLOW (a gateway that could
+// not reach the executor server holding the handles, say) never started,
+// so it is tried again as Options.Retry says.
 func (e *Executor) InvokeHandle(ctx context.Context, executionID, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
-	c, err := e.live(ctx)
-	if err != nil {
-		return protocol.OutboundResponse{}, err
-	}
-	return c.InvokeHandle(ctx, executionID, handle, req)
+	return retrying(ctx, e.opts.Retry, func() (protocol.OutboundResponse, error) {
+		c, err := e.live(ctx)
+		if err != nil {
+			return protocol.OutboundResponse{}, err
+		}
+		return c.InvokeHandle(ctx, executionID, handle, req)
+	})
 }
 
-// CloseHandles implements protocol.Executor.
+// CloseHandles implements protocol.Executor; a QUEUE_OVERFLOW is retried
+// as for InvokeHandle.
 func (e *Executor) CloseHandles(ctx context.Context, executionID string) error {
-	c, err := e.live(ctx)
-	if err != nil {
-		return err
-	}
-	return c.CloseHandles(ctx, executionID)
+	_, err := retrying(ctx, e.opts.Retry, func() (struct{}, error) {
+		c, err := e.live(ctx)
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, c.CloseHandles(ctx, executionID)
+	})
+	return err
 }
 
 // Close ends the session; calls in flight and every later call fail with

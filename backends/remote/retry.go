@@ -12,6 +12,9 @@ import (
 // turned it away with QUEUE_OVERFLOW (a full queue, a tenant bound, a
 // draining server, a gateway with no executor server that could take it):
 // the execution never started, so trying it again runs it once. The
+// handle calls, InvokeHandle and CloseHandles, are tried again the same
+// way (a gateway that could not reach the executor server holding the
+// handles refuses them with QUEUE_OVERFLOW: the call never started). The
 // contract makes WORKER_CRASHED retryable too, but a worker may crash
 // after the program made tool calls, so whether to run it again is the
 // caller's to decide, and it is returned. No other failure is retried:
@@ -24,8 +27,8 @@ import (
 // half and all of its step), and are never shorter than the retry hint a
 // refusal carries.
 type Retry struct {
-	// Attempts is how many times one execution is tried in all: 5 when
-	// 0; 1 turns retries off.
+	// Attempts is how many times one execution or handle call is tried
+	// in all: 5 when 0; 1 turns retries off.
 	Attempts int
 	// BaseDelay is the step before the first retry, doubled for each
 	// later one; 200 ms when 0.

@@ -139,3 +139,91 @@ func TestRetryHintPastMaxDelayIsReturned(t *testing.T) {
 		t.Fatalf("the server saw %d attempts, want 1", n)
 	}
 }
+
+// refusingHandles turns the first refusals calls of each handle method
+// away with refusal, then serves them; invokes and closes count the calls
+// that arrived.
+type refusingHandles struct {
+	*executortest.Recorder
+	refusal         func() error
+	refusals        int64
+	invokes, closes atomic.Int64
+}
+
+func (r *refusingHandles) InvokeHandle(ctx context.Context, id, handle string, req protocol.OutboundRequest) (protocol.OutboundResponse, error) {
+	if r.invokes.Add(1) <= r.refusals {
+		return protocol.OutboundResponse{}, r.refusal()
+	}
+	return r.Recorder.InvokeHandle(ctx, id, handle, req)
+}
+
+func (r *refusingHandles) CloseHandles(ctx context.Context, id string) error {
+	if r.closes.Add(1) <= r.refusals {
+		return r.refusal()
+	}
+	return r.Recorder.CloseHandles(ctx, id)
+}
+
+// retainedOn dials a loopback server whose handle calls are refused
+// refusals times with refusal, and retains one execution there.
+func retainedOn(t *testing.T, refusals int64, refusal func() error) (*remote.Executor, *refusingHandles, string) {
+	t.Helper()
+	fake := &refusingHandles{Recorder: executortest.NewRecorder(), refusal: refusal, refusals: refusals}
+	url, _ := serve(t, fake, executorapi.ServerOptions{})
+	e, err := remote.Dial(ctx(t), url, remote.Options{Retry: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	res, err := e.Execute(ctx(t), &protocol.ExecuteRequest{Code: "retain", RetainHandles: true})
+	if err != nil || res.ExecutionID == "" {
+		t.Fatalf("no grant: %+v, %v", res, err)
+	}
+	return e, fake, res.ExecutionID
+}
+
+// Handle calls are retried like executions: two QUEUE_OVERFLOW refusals
+// (a gateway that could not reach the handles' server), then the answer.
+func TestRetryHandleCallsAfterRetryableRefusals(t *testing.T) {
+	e, fake, id := retainedOn(t, 2, func() error { return protocol.NewHandlesUnreachableError() })
+	resp, err := e.InvokeHandle(ctx(t), id, "fetch", protocol.OutboundRequest{Method: "POST", URL: "https://app.example/", Body: []byte("x")})
+	if err != nil || string(resp.Body) != "echo:x" {
+		t.Fatalf("InvokeHandle: %+v, %v; want the handle's echo:x", resp, err)
+	}
+	if n := fake.invokes.Load(); n != 3 {
+		t.Fatalf("the server saw %d invokeHandle attempts, want 3 (two retries)", n)
+	}
+	if err := e.CloseHandles(ctx(t), id); err != nil {
+		t.Fatalf("CloseHandles: %v", err)
+	}
+	if n, held := fake.closes.Load(), fake.Held(); n != 3 || held != 0 {
+		t.Fatalf("the server saw %d closeHandles attempts and holds %d executions, want 3 and 0", n, held)
+	}
+}
+
+// A broken connection (outcome unknown) and closed handles are returned
+// after one handle call; attempts spent return the last refusal whole.
+func TestRetryLeavesHandleCallFaultsAlone(t *testing.T) {
+	for _, c := range []struct {
+		refusal func() error
+		calls   int64
+	}{
+		{func() error { return protocol.NewFault(protocol.CodeConnectionBroken, "the connection broke") }, 1},
+		{func() error { return protocol.NewHandlesClosedError("gone") }, 1},
+		{func() error { return protocol.NewHandlesUnreachableError() }, 5},
+	} {
+		want := c.refusal()
+		e, fake, id := retainedOn(t, 10, c.refusal)
+		_, err := e.InvokeHandle(ctx(t), id, "fetch", protocol.OutboundRequest{Method: "GET", URL: "https://app.example/"})
+		if protocol.CodeOf(err) != protocol.CodeOf(want) || err.Error() != want.Error() {
+			t.Fatalf("InvokeHandle: %v (%s), want %s %q", err, protocol.CodeOf(err), protocol.CodeOf(want), want)
+		}
+		err = e.CloseHandles(ctx(t), id)
+		if protocol.CodeOf(err) != protocol.CodeOf(want) || err.Error() != want.Error() {
+			t.Fatalf("CloseHandles: %v (%s), want %s %q", err, protocol.CodeOf(err), protocol.CodeOf(want), want)
+		}
+		if i, cl := fake.invokes.Load(), fake.closes.Load(); i != c.calls || cl != c.calls {
+			t.Fatalf("%s: the server saw %d invokeHandle and %d closeHandles attempts, want %d each", protocol.CodeOf(want), i, cl, c.calls)
+		}
+	}
+}
