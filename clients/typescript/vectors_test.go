@@ -133,6 +133,7 @@ func failureVectors() []failureVector {
 		fv("DrainingError", protocol.NewDrainingError()),
 		fv("ExecutorDrainingError", protocol.NewExecutorDrainingError()),
 		fv("NoExecutorError", protocol.NewNoExecutorError()),
+		fv("HandlesUnreachableError", protocol.NewHandlesUnreachableError()),
 	}
 }
 
@@ -159,6 +160,8 @@ func rehydrateVectors(t *testing.T) []rehydrateVector {
 		{text(protocol.NewExecutorDrainingError()), protocol.CodeQueueOverflow, nil},
 		{text(protocol.NewNoExecutorError()), protocol.CodeQueueOverflow, nil},
 		{text(protocol.NewNoExecutorError()) + " ", protocol.CodeQueueOverflow, nil},
+		{text(protocol.NewHandlesUnreachableError()), protocol.CodeQueueOverflow, nil},
+		{text(protocol.NewHandlesUnreachableError()), protocol.CodeConnectionRejected, nil},
 		{"the worker process exited", protocol.CodeWorkerCrashed, map[string]any{"exitCode": 2.0}},
 		{"The executor at ws://x speaks protocol 2, and this client speaks 1.", protocol.CodeProtocolMismatch, nil},
 		{"boom", protocol.CodeInternal, nil},
@@ -215,6 +218,8 @@ func rehydrateVectors(t *testing.T) []rehydrateVector {
 			v.Class = "ExecutorDrainingError"
 		case *protocol.NoExecutorError:
 			v.Class = "NoExecutorError"
+		case *protocol.HandlesUnreachableError:
+			v.Class = "HandlesUnreachableError"
 		case nil:
 		default:
 			t.Fatalf("Rehydrate rebuilt a %T the vectors do not know", e)

@@ -293,6 +293,18 @@ export class NoExecutorError extends ExecutorFault {
   }
 }
 
+/**
+ * A gateway could not reach the executor server that holds a retained
+ * execution's handles, so the handle call did not start; QUEUE_OVERFLOW, so
+ * retryable. A server that restarted meanwhile lost the handles, and the
+ * retry throws HandlesClosedError.
+ */
+export class HandlesUnreachableError extends ExecutorFault {
+  constructor(props?: Record<string, unknown>) {
+    super('QUEUE_OVERFLOW', "The executor server that holds this execution's handles could not be reached, so the call did not start. Retry it in a few seconds; if that server restarted meanwhile, its handles are gone and the retry reads HANDLES_CLOSED.", props)
+  }
+}
+
 const wholeMs = (ms: number): number => Math.max(1, Math.ceil(ms))
 const retrySentence = (ms: number): string => ` Try it again in ${ms} ms.`
 
@@ -359,7 +371,7 @@ function cutRetry(message: string): [string, number] | undefined {
 
 function rebuildQueueFailure(message: string, props: Record<string, unknown>): ExecutorFault | undefined {
   // The refusals that carry no retry hint have one text each.
-  for (const Hintless of [DrainingError, ExecutorDrainingError, NoExecutorError]) {
+  for (const Hintless of [DrainingError, ExecutorDrainingError, NoExecutorError, HandlesUnreachableError]) {
     const err = new Hintless(props)
     if (err.message === message) return err
   }
@@ -410,7 +422,7 @@ function rebuild(code: FaultCode, message: string, props: Record<string, unknown
  * in the taxonomy becomes an ExecutorFault: the declared failure's own class
  * (HandlesClosedError, QueueOverflowError, QueueTimeoutError,
  * TenantLimitError, DrainingError, ExecutorDrainingError, NoExecutorError,
- * ResponseTooLargeError) when its message is exactly the
+ * HandlesUnreachableError, ResponseTooLargeError) when its message is exactly the
  * text that class composes, else a plain ExecutorFault with that code. The
  * message and the other own properties stay as they arrived. Anything else
  * (a throw from user code, a provider's rejection) passes through untouched.

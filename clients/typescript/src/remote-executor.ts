@@ -43,14 +43,16 @@ export type ReconnectOptions = {
  * How execute tries a program again after the executor turned it away with
  * QUEUE_OVERFLOW (a full queue, a tenant bound, a draining server, a
  * gateway with no executor server that could take it): it never started,
- * so it runs once. WORKER_CRASHED is retryable too, but the program may
+ * so it runs once. invokeHandle and closeHandles are tried again the same
+ * way (a gateway that could not reach the executor server holding the
+ * handles refuses the call with QUEUE_OVERFLOW: it never started). WORKER_CRASHED is retryable too, but the program may
  * have called tools before the crash, so it is thrown for the caller to
  * decide. The waits grow from baseDelayMs, doubling, with jitter (each
  * between half and all of its step), and are never shorter than the retry
  * hint a refusal carries.
  */
 export type RetryOptions = {
-  /** Tries of one execution in all (default 5, waiting about 3 s at most in all; 1 never retries). */
+  /** Tries of one execution or handle call in all (default 5, waiting about 3 s at most in all; 1 never retries). */
   attempts?: number
   /** The step before the first retry, doubled for each later one (default 200 ms). */
   baseDelayMs?: number
@@ -80,7 +82,7 @@ export type RemoteExecutorOptions = {
   connectTimeoutMs?: number
   /** Reconnection of new calls after the connection broke; false never reconnects. */
   reconnect?: ReconnectOptions | false
-  /** Retries of an execution turned away with a retryable code; false never retries. */
+  /** Retries of an execution or handle call turned away with QUEUE_OVERFLOW; false never retries. */
   retry?: RetryOptions | false
 }
 
@@ -388,7 +390,11 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
     }
   }
 
-  /** Calls one handle of a retained execution. */
+  /**
+   * Calls one handle of a retained execution. A call turned away with
+   * QUEUE_OVERFLOW (HandlesUnreachableError, say) is tried again as for
+   * execute; CONNECTION_BROKEN and HANDLES_CLOSED are thrown at once.
+   */
   async invokeHandle(executionId: string, handleName: string, request: OutboundRequestMessage | HandleRequest, options?: CallOptions): Promise<OutboundResponseMessage> {
     const wire: OutboundRequestMessage = {
       method: request.method ?? 'GET',
@@ -398,16 +404,18 @@ export class RemoteExecutor implements Executor, AsyncDisposable {
     }
     const trace = await outgoingTraceContext(options)
     // Three arguments unless there is a context to send, as the Go client does.
-    return this.#call(options?.signal, (api) =>
-      trace.traceparent === undefined && trace.tracestate === undefined
-        ? api.invokeHandle(executionId, handleName, wire)
-        : api.invokeHandle(executionId, handleName, wire, trace),
+    return this.#retrying(options?.signal, () =>
+      this.#call(options?.signal, (api) =>
+        trace.traceparent === undefined && trace.tracestate === undefined
+          ? api.invokeHandle(executionId, handleName, wire)
+          : api.invokeHandle(executionId, handleName, wire, trace),
+      ),
     )
   }
 
-  /** Releases a retained execution. */
+  /** Releases a retained execution; a QUEUE_OVERFLOW is retried as for invokeHandle. */
   async closeHandles(executionId: string, options?: CallOptions): Promise<void> {
-    await this.#call(options?.signal, (api) => api.closeHandles(executionId))
+    await this.#retrying(options?.signal, () => this.#call(options?.signal, (api) => api.closeHandles(executionId)))
   }
 
   /** Closes the connection; calls in flight fail with CONNECTION_BROKEN, and so do later ones. */
