@@ -148,6 +148,10 @@ type meter struct {
 	hogProcs  int
 	baseProcs int
 	procs     chan int
+	// huge backs the heap with huge pages while runs copy large objects;
+	// hugeTimer takes the advice back hugeHold after the last such copy.
+	huge      hugePages
+	hugeTimer *time.Timer
 }
 
 // reading is the process at one accounting step.
@@ -220,6 +224,7 @@ func newMeter(table *wire.Table, base int64, baseProcs int) *meter {
 	}
 	m.last = reading{heap: readHeap(), cpu: processCPU(), at: wire.MonoNow()}
 	m.cycles = m.last.heap.cycles
+	m.huge = hugePages{enabled: hugePagesAdvisable(), large: m.last.heap.large}
 	go m.setProcs()
 	return m
 }
@@ -533,6 +538,9 @@ func (m *meter) tick() {
 // past a limit. m.mu is held.
 func (m *meter) stepLocked(now int64) {
 	h, largest, biggest := m.accountLocked(now)
+	if m.huge.step(now, h) && m.hugeTimer == nil {
+		m.hugeTimer = time.AfterFunc(hugeHold, m.hugeExpire)
+	}
 	for p := range m.pieces {
 		if !p.hog && !p.building && p.run != nil && p.spent > hogSlice {
 			m.hogLocked(p)
@@ -575,6 +583,19 @@ func (m *meter) cancelHugeLocked(largest uint64, biggest stepCharge) {
 	if r := biggest.run; r != nil && !r.overLimit && largest >= uint64(r.limitMB)<<20 && biggest.charged >= int64(largest)/16*15 {
 		m.cancelCopyingLocked(r, biggest.charged)
 	}
+}
+
+// hugeExpire takes the huge-page advice back once hugeHold passed since
+// the last large copy, whether or not pieces are in flight to step.
+func (m *meter) hugeExpire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if left := m.huge.hold(wire.MonoNow()); left > 0 {
+		m.hugeTimer.Reset(left)
+		return
+	}
+	m.huge.off()
+	m.hugeTimer = nil
 }
 
 // inFlightLocked reports whether a piece of r is in flight. m.mu is held.
