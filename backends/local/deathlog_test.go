@@ -108,7 +108,7 @@ func TestWorkerDeathIsOneWarnLine(t *testing.T) {
 		{name: "memory cancel ignored", opts: Options{MemoryLimitMB: 64, RSSHeadroomMB: 32, AddressSpaceHeadroomMB: 8192},
 			cause: "killed: stuck past its memory cancel", kind: "rss", runs: 1, lost: 0,
 			provoke: func(t *testing.T, e *Executor, pid int) error {
-				res, err := exec(e, &protocol.ExecuteRequest{Code: "touch 200", Timeout: protocol.TimeoutOf(60000)})
+				res, err := exec(e, &protocol.ExecuteRequest{Code: "touch 72", Timeout: protocol.TimeoutOf(60000)})
 				return wantText(res, err, memoryText(64))
 			}},
 		// Past workerMemoryMB, with a grace no stuck run outlasts within the

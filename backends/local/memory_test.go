@@ -83,9 +83,11 @@ func TestAddressLimitRefusesHugeAllocation(t *testing.T) {
 
 // The parent's RSS poll kills a worker that fills memory while deaf to its
 // ctx (as goja is inside one native call). The allocation is below
-// RLIMIT_AS, so only the poll can act.
+// RLIMIT_AS and past the worker's memory, and the kill grace outlasts the
+// test, so only the poll can act (a run deaf to its memory cancel within
+// the worker's memory is TestWorkerDeathIsOneWarnLine's).
 func TestRSSPollKillsDeafWorker(t *testing.T) {
-	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 64, RSSHeadroomMB: 32, AddressSpaceHeadroomMB: 8192})
+	e := newScripted(t, Options{PoolSize: 1, MemoryLimitMB: 64, WorkerMemoryMB: 64, RSSHeadroomMB: 32, AddressSpaceHeadroomMB: 8192, KillGrace: time.Hour})
 	start := time.Now()
 	res := runFor(t, e, "touch 200")
 	if res.Error != memoryText(64) || res.Failure != protocol.FailureMemory {
