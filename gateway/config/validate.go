@@ -212,7 +212,7 @@ func (v *validator) validate(c *Config) {
 			keyNames[k.Name] = true
 			h, ok := bearer.ParseKeyHash(k.Hash)
 			if !ok {
-				v.add(kp+".hash", "must be \"sha256:\" followed by 64 hex digits; make one with `gateway hash-key`")
+				v.add(kp+".hash", "must be %q followed by 64 hex digits; make one with `gateway hash-key`", bearer.HashPrefix)
 			} else if other, dup := hashes[h]; dup {
 				v.add(kp+".hash", "the same key is already configured as %s; every key must be distinct", other)
 			} else {
