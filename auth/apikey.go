@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/supolka/codemode-gateway/internal/bearer"
 )
 
-// hashPrefix names the hash function of a stored API key hash, so a later
-// scheme can be added without ambiguity.
-const hashPrefix = "sha256:"
+// hashPrefix names the hash function of a stored API key hash; the
+// gateway's configuration reads hashes too, hence internal/bearer.
+const hashPrefix = bearer.HashPrefix
 
 // minKeyLength is the shortest API key accepted when hashing: a key must
 // carry enough entropy that a fast hash of it cannot be brute-forced, which
@@ -39,21 +41,21 @@ func NewAPIKey() string {
 	return "cmk_" + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// KeyHash is a stored API key's SHA-256 digest.
-type KeyHash [sha256.Size]byte
+// KeyHash is a stored API key's SHA-256 digest, as the gateway's
+// configuration parses it.
+type KeyHash = bearer.KeyHash
 
 // ParseKeyHash reads a hash as HashAPIKey writes it: "sha256:" and 64 hex
 // digits.
 func ParseKeyHash(s string) (KeyHash, error) {
-	hexSum, ok := strings.CutPrefix(s, hashPrefix)
-	if !ok {
+	if !strings.HasPrefix(s, hashPrefix) {
 		return KeyHash{}, fmt.Errorf("the hash must start with %q (make one with `gateway hash-key`)", hashPrefix)
 	}
-	raw, err := hex.DecodeString(hexSum)
-	if err != nil || len(raw) != sha256.Size {
+	h, ok := bearer.ParseKeyHash(s)
+	if !ok {
 		return KeyHash{}, fmt.Errorf("the hash must be %q followed by 64 hex digits", hashPrefix)
 	}
-	return KeyHash(raw), nil
+	return h, nil
 }
 
 // APIKey is one configured key: its stored hash, its name and its tenant.

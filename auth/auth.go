@@ -13,6 +13,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/supolka/codemode-gateway/internal/bearer"
 )
 
 // Identity is who a credential proved the caller to be.
@@ -53,7 +55,9 @@ var (
 //
 // API keys and JWTs use only characters a subprotocol token allows. The
 // gateway never selects this entry, so the credential is never echoed back.
-const SubprotocolPrefix = "codemode.bearer."
+// The gateway's configuration refuses a route subprotocol with it too,
+// which is why it lives in internal/bearer.
+const SubprotocolPrefix = bearer.SubprotocolPrefix
 
 // Credential is a bearer credential taken off a request.
 type Credential struct {

@@ -94,7 +94,9 @@ type Gateway struct {
 const GoingAwayReason = "The gateway is shutting down; connect again to continue."
 
 // New builds the gateway of cfg: it starts the backend groups and builds
-// the routes. cfg must come from config.Load or config.Parse.
+// the routes. cfg must come from config.Load or config.Parse, given
+// CheckCredentials so that the problems of its credentials are said at
+// their lines; New refuses them too, without.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -203,7 +205,7 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 	}
 	st.adminToken = cfg.Admin.Token
 	var err error
-	if st.authn, err = authenticator(cfg.Credentials); err != nil {
+	if st.authn, err = buildAuthenticator(cfg.Credentials); err != nil {
 		return nil, err
 	}
 	for _, tc := range cfg.Tenants {
@@ -227,24 +229,6 @@ func (g *Gateway) build(cfg *config.Config) (*state, error) {
 		st.tenants[tc.Name] = t
 	}
 	return st, nil
-}
-
-// authenticator checks the tenants' credentials: their API keys and, with
-// a jwt section, JWTs. Validation checked both, so an error here is a JWKS
-// file that changed since.
-func authenticator(c config.Credentials) (auth.Authenticator, error) {
-	keys, err := auth.NewAPIKeys(c.Keys)
-	if err != nil {
-		return nil, err
-	}
-	if c.JWT == nil {
-		return auth.Chain{keys}, nil
-	}
-	jwt, err := auth.NewJWTVerifier(*c.JWT)
-	if err != nil {
-		return nil, err
-	}
-	return auth.Chain{keys, jwt}, nil
 }
 
 // Reload serves cfg from now on: tenants, keys, JWT settings, policies and
@@ -361,7 +345,7 @@ func (g *Gateway) reloadFromFile() error {
 	if g.configPath == "" {
 		return errors.New("this gateway was not started from a file")
 	}
-	cfg, err := config.LoadWith(g.configPath, g.getenv)
+	cfg, err := config.LoadWith(g.configPath, g.getenv, CheckCredentials)
 	if err == nil {
 		if g.override != nil {
 			g.override(cfg)

@@ -55,7 +55,7 @@ backend instead, without a configuration file (serve --executor-server -h).`)
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := config.Load(*cfgPath, gateway.CheckCredentials)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -244,7 +244,7 @@ one, 0 when the file is ready to serve.`)
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	if _, err := config.Load(*cfgPath); err != nil {
+	if _, err := config.Load(*cfgPath, gateway.CheckCredentials); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

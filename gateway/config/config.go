@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/internal/bearer"
 )
 
 // Config is the whole file.
@@ -56,18 +56,63 @@ type Config struct {
 	// Digest names the file's bytes in logs (the first 16 hex digits of
 	// their SHA-256). Set by Parse.
 	Digest string `yaml:"-"`
-	// Credentials are the tenants' credentials as validation checked
-	// them; the gateway builds its authenticator from them.
+	// Credentials are the tenants' credentials as validation read them;
+	// the gateway builds its authenticator from them.
 	Credentials Credentials `yaml:"-"`
 }
 
-// Credentials are what an authenticator is built from: the API keys every
-// tenant declared and, with a jwt section, the JWT settings with their
-// secret read from the environment and the JWKS file's path resolved.
+// Credentials are what an authenticator is built from, as plain data: the
+// API keys every tenant declared and, with a jwt section, its settings
+// with the secret read from the environment and the JWKS file read.
+// Validation checks what it reads; what only the authenticator's code can
+// check (the keys of the jwt section) the gateway checks by building it,
+// as a Check given to Load.
 type Credentials struct {
-	Keys []auth.APIKey
+	Keys []TenantKey
 	// JWT is nil without a jwt section.
-	JWT *auth.JWTConfig
+	JWT *JWTSettings
+}
+
+// TenantKey is one API key of a tenant.
+type TenantKey struct {
+	// Name is the key's name, safe to log.
+	Name   string
+	Tenant string
+	// Hash is the key's digest, read from its "sha256:" form.
+	Hash bearer.KeyHash
+}
+
+// JWTSettings are the jwt section as a verifier is built from it.
+type JWTSettings struct {
+	Issuer   string
+	Audience string
+	// TenantClaim is as the file says; empty takes the verifier's default.
+	TenantClaim string
+	// HMACSecretEnv names the variable HMACSecret was read from, for the
+	// problems of the secret; empty when the section names none.
+	HMACSecretEnv string
+	// HMACSecret is that variable's value: nil when the section names no
+	// variable, or the variable is not set.
+	HMACSecret []byte
+	// PublicKeys are PEM public keys, as the file gives them.
+	PublicKeys []string
+	// JWKSFile is the JWKS file's path, resolved against the file's
+	// directory; empty when the section names none.
+	JWKSFile string
+	// JWKS is its contents, read once by validation so that the keys
+	// served are the keys checked: nil when there is no file to read or
+	// it could not be read.
+	JWKS []byte
+	// Leeway is the clock skew allowed on exp and nbf.
+	Leeway time.Duration
+}
+
+// Unavailable reports whether a key source the section names could not be
+// read: its secret's variable not set, or its JWKS file unreadable.
+// Validation reported that already, at its key; the settings still show
+// what else is wrong with the section.
+func (j *JWTSettings) Unavailable() bool {
+	return (j.HMACSecretEnv != "" && j.HMACSecret == nil) || (j.JWKSFile != "" && j.JWKS == nil)
 }
 
 // Admin is the operator's listener: /metrics, /healthz, /readyz.

@@ -1,7 +1,7 @@
 package config
 
 import (
-	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -178,29 +178,33 @@ func TestSecretsComeFromTheEnvironment(t *testing.T) {
 	if _, err := Parse("c.yaml", []byte(src), env); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Parse("c.yaml", []byte(strings.Replace(src, "  audience: gw\n", "", 1)), env); err == nil || !strings.Contains(err.Error(), "audience") {
-		t.Fatalf("a jwt section without audience gave %v", err)
-	}
 }
 
-func TestJWKSFileIsRelativeToTheConfig(t *testing.T) {
+// The JWKS file is read relative to the config, once, and handed on as
+// its path and its bytes; what its keys are worth is the gateway's to
+// check (TestJWKSFileIsRelativeToTheConfig in gateway).
+func TestJWKSFileIsReadRelativeToTheConfig(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "keys.json"), []byte(`{"keys":[]}`), 0o600); err != nil {
+	jwks := []byte(`{"keys":[]}`)
+	if err := os.WriteFile(filepath.Join(dir, "keys.json"), jwks, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src := good + "jwt:\n  issuer: i\n  audience: a\n  jwksFile: keys.json\n"
 	path := filepath.Join(dir, "gw.yaml")
-	os.WriteFile(path, []byte(src), 0o600)
-	_, err := LoadWith(path, noEnv)
-	want := path + ":17: jwt.jwksFile: " + filepath.Join(dir, "keys.json") + ": it holds no signing key"
-	if err == nil || err.Error() != want {
-		t.Fatalf("got %v, want the JWKS file (read relative to the config) to be refused for holding no key:\n%s", err, want)
+	os.WriteFile(path, []byte(good+"jwt:\n  issuer: i\n  audience: a\n  jwksFile: keys.json\n"), 0o600)
+	cfg, err := LoadWith(path, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := cfg.Credentials.JWT; j == nil || j.JWKSFile != filepath.Join(dir, "keys.json") || string(j.JWKS) != string(jwks) {
+		t.Fatalf("JWT settings %+v, want the file at %s and its bytes", j, filepath.Join(dir, "keys.json"))
 	}
 }
 
-// Every problem of the jwt section is reported, each at its own key: a bad
-// public key does not hide a broken JWKS file or a short secret.
-func TestJWTProblemsEachAtTheirKey(t *testing.T) {
+// Validation says, each at its key, a key source of the jwt section it
+// cannot read: a secret's variable not set, a JWKS file it cannot open.
+// The public keys are not its to judge; the gateway's check reports them
+// beside these (TestJWTProblemsEachAtTheirKey in gateway).
+func TestUnreadableJWTKeySourcesAreSaid(t *testing.T) {
 	dir := t.TempDir()
 	src := good + `jwt:
   issuer: i
@@ -208,41 +212,37 @@ func TestJWTProblemsEachAtTheirKey(t *testing.T) {
   hmacSecretEnv: GW_SECRET
   publicKeys:
     - "not a key"
-    - "nor this"
   jwksFile: absent.json
 `
 	path := filepath.Join(dir, "gw.yaml")
 	os.WriteFile(path, []byte(src), 0o600)
-	env := func(k string) string {
-		if k == "GW_SECRET" {
-			return "short"
-		}
-		return ""
-	}
-	_, err := LoadWith(path, env)
-	want := path + ":17: jwt.hmacSecretEnv: environment variable GW_SECRET: the HS256 secret must be at least 32 bytes\n" +
-		path + ":19: jwt.publicKeys[0]: not a PEM-encoded RSA or P-256 EC public key\n" +
-		path + ":20: jwt.publicKeys[1]: not a PEM-encoded RSA or P-256 EC public key\n" +
-		path + ":21: jwt.jwksFile: open " + filepath.Join(dir, "absent.json") + ": no such file or directory"
+	_, err := LoadWith(path, noEnv)
+	want := path + ":17: jwt.hmacSecretEnv: environment variable GW_SECRET is not set; it must hold the HS256 secret\n" +
+		path + ":20: jwt.jwksFile: open " + filepath.Join(dir, "absent.json") + ": no such file or directory"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got\n%v\nwant\n%s", err, want)
 	}
-	// An unset secret variable does not hide the rest either, and is not
-	// also reported as a section with no key.
-	_, err = LoadWith(path, noEnv)
-	want = path + ":17: jwt.hmacSecretEnv: environment variable GW_SECRET is not set; it must hold the HS256 secret\n" +
-		path + ":19: jwt.publicKeys[0]: not a PEM-encoded RSA or P-256 EC public key\n" +
-		path + ":20: jwt.publicKeys[1]: not a PEM-encoded RSA or P-256 EC public key\n" +
-		path + ":21: jwt.jwksFile: open " + filepath.Join(dir, "absent.json") + ": no such file or directory"
-	if err == nil || err.Error() != want {
-		t.Fatalf("with the secret unset, got\n%v\nwant\n%s", err, want)
+}
+
+// A check given to Parse reports at key paths; its problems are listed
+// with validation's, in document order, and one under a key that did not
+// decode is dropped like validation's own.
+func TestChecksReportWithValidation(t *testing.T) {
+	src := strings.Replace(good, "listen: 127.0.0.1:8080\n", "listen: 127.0.0.1:8080\npins: {size: many}\n", 1) + "jwt: {issuer: i, audience: a}\n"
+	check := func(c *Config, report func(path, msg string)) {
+		if c.Credentials.JWT == nil || c.Credentials.JWT.Issuer != "i" {
+			t.Errorf("the check was given credentials %+v", c.Credentials)
+		}
+		report("jwt.issuer", "checked")
+		report("routes[0].kind", "checked too")
+		report("pins.size", "follows from a key that did not decode")
 	}
-	// The only key named, unset: that alone is said.
-	os.WriteFile(path, []byte(good+"jwt:\n  issuer: i\n  audience: a\n  hmacSecretEnv: GW_SECRET\n"), 0o600)
-	_, err = LoadWith(path, noEnv)
-	want = path + ":17: jwt.hmacSecretEnv: environment variable GW_SECRET is not set; it must hold the HS256 secret"
+	_, err := Parse("c.yaml", []byte(src), noEnv, check)
+	want := "c.yaml:2: pins.size: must be a whole number, not the string \"many\"\n" +
+		"c.yaml:14: routes[0].kind: checked too\n" +
+		"c.yaml:15: jwt.issuer: checked"
 	if err == nil || err.Error() != want {
-		t.Fatalf("with the only key unset, got\n%v\nwant\n%s", err, want)
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
 	}
 }
 
@@ -471,7 +471,7 @@ func TestConnectionsDefaults(t *testing.T) {
 
 // Validation hands the gateway what it parsed, so that nothing is parsed
 // twice: the tenants' and the local backend's ranges, the routes' origin
-// patterns, and the authenticator of the keys.
+// patterns, and the digests of the keys.
 func TestValidationKeepsWhatItParsed(t *testing.T) {
 	const key = "a-key-for-this-test-0123456789"
 	hash, _ := auth.HashAPIKey(key)
@@ -491,12 +491,9 @@ func TestValidationKeepsWhatItParsed(t *testing.T) {
 	if got, want := fmt.Sprint(cfg.Routes[0].Origins), `[{https *.example.com} { \[::1\]:8000}]`; got != want {
 		t.Errorf("allowedOrigins parsed as %s, want %s", got, want)
 	}
-	keys, err := auth.NewAPIKeys(cfg.Credentials.Keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id, err := keys.Authenticate(context.Background(), key); err != nil || id.Tenant != "demo" || id.Credential != "k" {
-		t.Errorf("the keys validation read answered %+v, %v", id, err)
+	want := []TenantKey{{Name: "k", Tenant: "demo", Hash: sha256.Sum256([]byte(key))}}
+	if got := cfg.Credentials.Keys; !slices.Equal(got, want) {
+		t.Errorf("the keys validation read are %+v, want %+v (the key's SHA-256)", got, want)
 	}
 }
 

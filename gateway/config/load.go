@@ -102,15 +102,23 @@ func (ps Problems) Error() string {
 // it.
 type Getenv func(string) string
 
+// A Check checks a validated configuration with code this package does not
+// build on: the gateway checks the jwt section's keys by building its
+// authenticator of Credentials. It reports each problem with report, at
+// its key path (e.g. jwt.publicKeys[0]); they are listed with
+// validation's own, in document order, so that a file is refused, and
+// every problem of it said, in one place whoever checks it.
+type Check func(c *Config, report func(path, msg string))
+
 // Load reads, decodes and validates the file at path, reading secrets from
-// the process environment. Any failure names the file and, where there is
-// one, the line.
-func Load(path string) (*Config, error) {
-	return LoadWith(path, os.Getenv)
+// the process environment, then runs checks on it. Any failure names the
+// file and, where there is one, the line.
+func Load(path string, checks ...Check) (*Config, error) {
+	return LoadWith(path, os.Getenv, checks...)
 }
 
 // LoadWith is Load with the environment given.
-func LoadWith(path string, getenv Getenv) (*Config, error) {
+func LoadWith(path string, getenv Getenv, checks ...Check) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the configuration: %w", err)
@@ -118,7 +126,7 @@ func LoadWith(path string, getenv Getenv) (*Config, error) {
 	if len(data) > maxConfigBytes {
 		return nil, fmt.Errorf("%s: the file is larger than %d bytes; is it the right file?", path, maxConfigBytes)
 	}
-	return Parse(path, data, getenv)
+	return Parse(path, data, getenv, checks...)
 }
 
 // ReadAdmin reads only the admin section of the file at path, for a
@@ -144,10 +152,11 @@ func ReadAdmin(path string) (Admin, error) {
 	return cfg.Admin, nil
 }
 
-// Parse decodes and validates data, naming it file in every problem. Local
-// groups are checked with the defaults of this machine's CPUs.
-func Parse(file string, data []byte, getenv Getenv) (*Config, error) {
-	return parse(file, data, getenv, runtime.NumCPU())
+// Parse decodes and validates data, naming it file in every problem, then
+// runs checks on it. Local groups are checked with the defaults of this
+// machine's CPUs.
+func Parse(file string, data []byte, getenv Getenv, checks ...Check) (*Config, error) {
+	return parse(file, data, getenv, runtime.NumCPU(), checks...)
 }
 
 // parse is Parse on a machine of numCPU CPUs. Every problem is reported:
@@ -155,7 +164,7 @@ func Parse(file string, data []byte, getenv Getenv) (*Config, error) {
 // validation, except the validation problems of a key that did not decode,
 // which would only repeat them, and those that follow from it (a burst
 // without a rate, when the rate did not decode). A syntax error is the one problem.
-func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error) {
+func parse(file string, data []byte, getenv Getenv, numCPU int, checks ...Check) (*Config, error) {
 	var cfg Config
 	decoded, lines, stopped := decodeFile(file, data, &cfg)
 	if stopped {
@@ -166,6 +175,9 @@ func parse(file string, data []byte, getenv Getenv, numCPU int) (*Config, error)
 	v := &validator{file: file, lines: lines, getenv: getenv, numCPU: numCPU, inherited: leftOut(&cfg)}
 	cfg.applyDefaults()
 	v.validate(&cfg)
+	for _, check := range checks {
+		check(&cfg, func(path, msg string) { v.add(path, "%s", msg) })
+	}
 	var broken []string
 	for _, p := range decoded {
 		broken = append(broken, p.Path)

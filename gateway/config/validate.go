@@ -2,7 +2,6 @@ package config
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -14,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/supolka/codemode-gateway/auth"
+	"github.com/supolka/codemode-gateway/internal/bearer"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -184,8 +183,8 @@ func (v *validator) validate(c *Config) {
 	}
 
 	tenants := map[string]bool{}
-	hashes := map[auth.KeyHash]string{}
-	var keys []auth.APIKey
+	hashes := map[bearer.KeyHash]string{}
+	var keys []TenantKey
 	if len(c.Tenants) == 0 {
 		v.add("tenants", "declare at least one tenant")
 	}
@@ -211,14 +210,14 @@ func (v *validator) validate(c *Config) {
 				v.add(kp+".name", "tenant %q already has a key named %q", t.Name, k.Name)
 			}
 			keyNames[k.Name] = true
-			h, err := auth.ParseKeyHash(k.Hash)
-			if err != nil {
-				v.add(kp+".hash", "must be \"sha256:\" followed by 64 hex digits; make one with `gateway hash-key`")
+			h, ok := bearer.ParseKeyHash(k.Hash)
+			if !ok {
+				v.add(kp+".hash", "must be %q followed by 64 hex digits; make one with `gateway hash-key`", bearer.HashPrefix)
 			} else if other, dup := hashes[h]; dup {
 				v.add(kp+".hash", "the same key is already configured as %s; every key must be distinct", other)
 			} else {
 				hashes[h] = fmt.Sprintf("%s/%s", t.Name, k.Name)
-				keys = append(keys, auth.APIKey{Name: k.Name, Tenant: t.Name, Hash: h})
+				keys = append(keys, TenantKey{Name: k.Name, Tenant: t.Name, Hash: h})
 			}
 		}
 		v.policy(path+".policy", &t.Policy, c.Limits)
@@ -437,69 +436,32 @@ func (v *validator) discover(path string, d *Discover) {
 	}
 }
 
-// jwt checks the jwt section by building a verifier of it, whose problems
-// it reports each at its key, and returns the settings it was built from.
-func (v *validator) jwt(c *Config, j *JWT) *auth.JWTConfig {
-	cfg := auth.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, TenantClaim: j.TenantClaim, PublicKeysPEM: j.PublicKeys, Leeway: j.Leeway.Std()}
-	// An unset secret variable is said here; the rest of the section is
-	// still checked, without that key.
-	secretUnset := false
+// jwt reads the jwt section's secret from the environment and its JWKS
+// file, saying at its key a variable that is not set or a file that cannot
+// be read, and returns the settings. The keys themselves are the
+// authenticator's to check: the gateway builds it (a Check).
+func (v *validator) jwt(c *Config, j *JWT) *JWTSettings {
+	s := &JWTSettings{Issuer: j.Issuer, Audience: j.Audience, TenantClaim: j.TenantClaim, HMACSecretEnv: j.HMACSecretEnv, PublicKeys: j.PublicKeys, Leeway: j.Leeway.Std()}
 	if j.HMACSecretEnv != "" {
 		if secret := v.getenv(j.HMACSecretEnv); secret == "" {
 			v.add("jwt.hmacSecretEnv", "environment variable %s is not set; it must hold the HS256 secret", j.HMACSecretEnv)
-			secretUnset = true
 		} else {
-			cfg.HMACSecret = []byte(secret)
+			s.HMACSecret = []byte(secret)
 		}
 	}
 	// The JWKS file is read here, once: the gateway builds its verifier
 	// from these bytes, so a file gone or changed since serves the keys
 	// that were checked.
-	jwksUnread := false
 	if j.JWKSFile != "" {
-		cfg.JWKSFile = c.Resolve(j.JWKSFile)
-		data, err := os.ReadFile(cfg.JWKSFile)
+		s.JWKSFile = c.Resolve(j.JWKSFile)
+		data, err := os.ReadFile(s.JWKSFile)
 		if err != nil {
 			v.add("jwt.jwksFile", "%v", err)
-			jwksUnread = true
-			cfg.JWKSFile = "" // said; the rest is still checked
 		} else {
-			cfg.JWKS = append([]byte{}, data...) // never nil: read
+			s.JWKS = append([]byte{}, data...) // never nil: read
 		}
 	}
-	_, err := auth.NewJWTVerifier(cfg)
-	if err == nil {
-		if secretUnset || jwksUnread {
-			return nil // built from the other keys, but the file is refused
-		}
-		return &cfg
-	}
-	// Each problem at the key it is about.
-	errs := []error{err}
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = joined.Unwrap()
-	}
-	for _, e := range errs {
-		if (secretUnset || jwksUnread) && errors.Is(e, auth.ErrNoJWTKey) {
-			continue // the unset variable or unread file, said above, is the missing key
-		}
-		var ce *auth.JWTConfigError
-		if !errors.As(e, &ce) {
-			v.add("jwt", "%v", e)
-			continue
-		}
-		switch ce.Field {
-		case "HMACSecret":
-			v.add("jwt.hmacSecretEnv", "environment variable %s: %v", j.HMACSecretEnv, ce.Err)
-		case "PublicKeysPEM":
-			v.add(fmt.Sprintf("jwt.publicKeys[%d]", ce.Index), "%v", ce.Err)
-		case "JWKSFile":
-			v.add("jwt.jwksFile", "%v", ce.Err)
-		default:
-			v.add("jwt", "%v", ce.Err)
-		}
-	}
-	return nil
+	return s
 }
 
 func (v *validator) policy(path string, p *Policy, l Limits) {
@@ -585,8 +547,8 @@ func (v *validator) route(path string, r *Route, l Limits, tenants map[string]bo
 		sp := fmt.Sprintf("%s.subprotocols[%d]", path, j)
 		if !tokenPattern.MatchString(p) {
 			v.add(sp, "%q is not a valid subprotocol token", p)
-		} else if auth.IsCredentialSubprotocol(p) {
-			v.add(sp, "%q starts with %q, which marks a credential and is never selected", p, auth.SubprotocolPrefix)
+		} else if strings.HasPrefix(p, bearer.SubprotocolPrefix) {
+			v.add(sp, "%q starts with %q, which marks a credential and is never selected", p, bearer.SubprotocolPrefix)
 		}
 	}
 	for j, o := range r.AllowedOrigins {
