@@ -206,7 +206,8 @@ func (e *syntaxError) Error() string { return e.text }
 
 // parseAndCompile parses src with source maps disabled (goja would otherwise
 // read any file a sourceMappingURL comment names), splits its large
-// templates (splitTemplates) and compiles it.
+// templates (splitTemplates), routes its direct evals' source through the
+// hook that splits theirs (routeDirectEvals) and compiles it.
 func parseAndCompile(name, src string, strict bool) (*goja.Program, error) {
 	ast, err := parser.ParseFile(nil, name, src, 0, parser.WithDisableSourceMaps)
 	if err != nil {
@@ -219,6 +220,7 @@ func parseAndCompile(name, src string, strict bool) (*goja.Program, error) {
 		return nil, &syntaxError{text: err.Error()}
 	}
 	splitTemplates(ast, src)
+	routeDirectEvals(ast, src)
 	prg, err := goja.CompileAST(ast, strict)
 	if err != nil {
 		var ce *goja.CompilerSyntaxError

@@ -157,7 +157,10 @@ var (
 // platform capture the built-ins they use, so theirs are guarded too.
 func (s *session) installGuards() error {
 	if s.unguarded {
-		return nil
+		// Programs are compiled with their direct evals' source routed
+		// through the hook (routeDirectEvals): here it passes it on as
+		// given.
+		return defineDirectEvalHook(s.vm, func(text string) (string, bool) { return text, false })
 	}
 	g := &guards{s: s, vm: s.vm, sources: map[*goja.Object]*goja.Object{}}
 	s.guards = g
@@ -181,6 +184,7 @@ func (g *guards) install() error {
 		g.installBuffers,
 		g.installFunctions,
 		g.installCompilers,
+		g.installDirectEvalHook,
 		g.installMisc,
 		g.installRegExps,
 	} {

@@ -171,7 +171,7 @@ func (g *guards) splitFunctionArgs(head string, args []goja.Value) ([]goja.Value
 	const glue, tail = "\n) {\n", "\n})"
 	src := head + params + glue + body + tail
 	ins := templateSplits(src)
-	if len(ins) == 0 {
+	if len(ins) == 0 || !parses(insert(src, ins)) {
 		return strs, ""
 	}
 	paramsAt, bodyAt := len(head), len(head)+len(params)+len(glue)

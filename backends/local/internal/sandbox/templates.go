@@ -122,25 +122,33 @@ func walkExpressions(v reflect.Value, f func(ast.Expression) ast.Expression) {
 }
 
 // splitTemplateSource is src with its large templates split as
-// splitTemplates splits them, written out as source: for the code goja
-// compiles itself at run time (Function and its kin, indirect eval), whose
-// compilation the sandbox cannot reach but whose text it can. Each split
-// template becomes its parts joined by + in the same balanced tree, in
-// parentheses: `a${x}b${y}c${z}d` is (`a${x}b${y}c`+`${z}d`). Nothing else
-// of src changes. ok is false when src has no template to split or does
-// not parse (goja then reports its own syntax error).
+// splitTemplates splits them, and its direct evals routed through the
+// hook (directeval.go), written out as source: for the code goja compiles
+// itself at run time (Function and its kin, eval), whose compilation the
+// sandbox cannot reach but whose text it can. Each split template becomes
+// its parts joined by + in the same balanced tree, in parentheses:
+// `a${x}b${y}c${z}d` is (`a${x}b${y}c`+`${z}d`). Nothing else of src
+// changes. ok is false when src has nothing to rewrite or does not parse
+// (goja then reports its own syntax error), and when the rewritten text
+// would not parse (positions goja's parser gave that were off): src is
+// then compiled as it is.
 func splitTemplateSource(src string) (out string, ok bool) {
 	ins := templateSplits(src)
 	if len(ins) == 0 {
 		return src, false
 	}
-	return insert(src, ins), true
+	out = insert(src, ins)
+	if !parses(out) {
+		return src, false
+	}
+	return out, true
 }
 
-// templateSplits are the insertions that split src's large templates, in
-// order (none when src does not parse).
+// templateSplits are the insertions that split src's large templates and
+// route its direct evals' source through the hook (directEvalInsertions),
+// in order (none when src does not parse).
 func templateSplits(src string) []insertion {
-	if !strings.Contains(src, "${") {
+	if !strings.Contains(src, "${") && !strings.Contains(src, "eval") {
 		return nil
 	}
 	prg, err := parser.ParseFile(nil, "", src, 0, parser.WithDisableSourceMaps)
@@ -151,16 +159,25 @@ func templateSplits(src string) []insertion {
 	var ins []insertion
 	whole := true
 	walkExpressions(reflect.ValueOf(prg), func(e ast.Expression) ast.Expression {
-		if t, ok := e.(*ast.TemplateLiteral); ok && t.Tag == nil && len(t.Expressions) > templateGroup {
-			more, ok := templateInsertions(t, src, base)
-			ins, whole = append(ins, more...), whole && ok
+		var more []insertion
+		ok := true
+		if t, isT := e.(*ast.TemplateLiteral); isT && t.Tag == nil && len(t.Expressions) > templateGroup {
+			more, ok = templateInsertions(t, src, base)
+		} else if arg := directEvalArgument(e); arg != nil {
+			more, ok = directEvalInsertions(arg, src, base)
 		}
+		ins, whole = append(ins, more...), whole && ok
 		return e
 	})
 	if !whole {
 		return nil
 	}
-	sort.SliceStable(ins, func(i, j int) bool { return ins[i].at < ins[j].at })
+	sort.SliceStable(ins, func(i, j int) bool {
+		if ins[i].at != ins[j].at {
+			return ins[i].at < ins[j].at
+		}
+		return ins[i].rank < ins[j].rank
+	})
 	return ins
 }
 
@@ -177,9 +194,13 @@ func insert(src string, ins []insertion) string {
 	return b.String()
 }
 
-// insertion is text to insert into a source before its byte at.
+// insertion is text to insert into a source before its byte at. Of
+// insertions at one byte, the lower rank goes first: a direct eval's
+// hook opens around a template that starts its argument (rank 0 before
+// the template's 1) and closes after one that ends it (2 after 1).
 type insertion struct {
 	at   int
+	rank int
 	text string
 }
 
@@ -208,7 +229,7 @@ func templateInsertions(t *ast.TemplateLiteral, src string, base int) (ins []ins
 	if openAt < 0 || closeAt >= len(src) || src[openAt] != '`' || src[closeAt] != '`' {
 		return nil, false
 	}
-	ins = []insertion{{at: openAt, text: strings.Repeat("(", opens[0])}}
+	ins = []insertion{{at: openAt, rank: 1, text: strings.Repeat("(", opens[0])}}
 	for i := 1; i < n; i++ {
 		// Part i starts at the ${ of substitution i*templateGroup, which
 		// ends the raw text of the element before it (goja places an
@@ -217,9 +238,9 @@ func templateInsertions(t *ast.TemplateLiteral, src string, base int) (ins []ins
 		if at < 0 {
 			return nil, false
 		}
-		ins = append(ins, insertion{at: at, text: "`" + strings.Repeat(")", closes[i-1]) + "+" + strings.Repeat("(", opens[i]) + "`"})
+		ins = append(ins, insertion{at: at, rank: 1, text: "`" + strings.Repeat(")", closes[i-1]) + "+" + strings.Repeat("(", opens[i]) + "`"})
 	}
-	return append(ins, insertion{at: closeAt + 1, text: strings.Repeat(")", closes[n-1])}), true
+	return append(ins, insertion{at: closeAt + 1, rank: 1, text: strings.Repeat(")", closes[n-1])}), true
 }
 
 // substitutionStart is the offset of the ${ that ends the raw template
