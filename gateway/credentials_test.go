@@ -23,21 +23,15 @@ import (
 // gateway serve, check-config and a reload give it, each at its line and
 // key, beside validation's own.
 
-// good is a valid file of 13 lines; the jwt sections below start at 14.
-const good = `listen: 127.0.0.1:8080
-backends:
-  - name: local
-    type: local
-tenants:
-  - name: demo
-    backend: local
-    keys:
-      - name: k
-        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb
-routes:
-  - path: /v1/executor
-    kind: executor
-`
+// good is config's valid file of 13 lines; the jwt sections below start
+// at 14.
+var good = func() string {
+	b, err := os.ReadFile(filepath.Join("config", "testdata", "good.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // A jwt section needs both an issuer and an audience.
 func TestAJWTSectionNeedsAnAudience(t *testing.T) {

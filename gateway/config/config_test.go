@@ -30,20 +30,17 @@ func TestExampleConfigIsValid(t *testing.T) {
 	}
 }
 
-const good = `listen: 127.0.0.1:8080
-backends:
-  - name: local
-    type: local
-tenants:
-  - name: demo
-    backend: local
-    keys:
-      - name: k
-        hash: sha256:46e64bb8073f1820bfd1418553e3694e3967b060f73b1a6aa8fbace39a7d54fb
-routes:
-  - path: /v1/executor
-    kind: executor
-`
+// good is a valid file of 13 lines (testdata/good.yaml), which the
+// gateway's credential tests extend too.
+var good = readGood()
+
+func readGood() string {
+	b, err := os.ReadFile(filepath.Join("testdata", "good.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func TestDefaults(t *testing.T) {
 	cfg, err := Parse("c.yaml", []byte(good), noEnv)
