@@ -1,11 +1,13 @@
 package local
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,6 +18,38 @@ import (
 func readRSS(pid int) (uint64, bool) {
 	return wire.ReadStatm("/proc/"+strconv.Itoa(pid)+"/statm", 1)
 }
+
+// readCPU reads the CPU time, user and system, a process and its threads
+// have used, from /proc/PID/stat: the kernel's count, which nothing the
+// process does can lower.
+func readCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) may hold spaces and parentheses: the
+	// fields after it start past the last ')'. utime and stime are fields
+	// 14 and 15, the 12th and 13th after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseUint(string(f[11]), 10, 64)
+	stime, err2 := strconv.ParseUint(string(f[12]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, true
+}
+
+// clockTicks is the unit of /proc's CPU times per second, sysconf
+// (_SC_CLK_TCK): USER_HZ, which Linux fixes at 100 on every architecture
+// Go runs on, whatever the kernel's own tick.
+const clockTicks = 100
 
 // processGroupAttr starts a worker as the leader of a session of its own
 // (and so of a process group of its own), as cred when it is not nil.

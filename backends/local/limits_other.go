@@ -2,13 +2,20 @@
 
 package local
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // Outside Linux there is no /proc and RLIMIT_AS is not honoured the same
 // way: the worker runs with its in-process watchdog and the sandbox's run
 // clock only.
 
 func readRSS(pid int) (uint64, bool) { return 0, false }
+
+// readCPU: without /proc a worker's CPU is counted when it ends, from its
+// reaped state.
+func readCPU(pid int) (time.Duration, bool) { return 0, false }
 
 func processGroupAttr(workerCred) *syscall.SysProcAttr { return nil }
 

@@ -277,6 +277,7 @@ func (e *Executor) claimLocked(t *tenantPool, borrowed bool) *worker {
 	w := e.pool.spares[0]
 	e.pool.spares = e.pool.spares[1:]
 	w.claimed, w.tenant, w.borrowed = true, t.name, borrowed
+	w.claimCPU(t.name)
 	if borrowed {
 		w.nice.Store(borrowedNice)
 		lowerPriority(w.p.pid, borrowedNice)

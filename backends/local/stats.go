@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/supolka/codemode-gateway/backends/poolstats"
 )
@@ -22,6 +23,10 @@ type WorkerDeaths = poolstats.WorkerDeaths
 // TenantCount is a count of one tenant's (poolstats.TenantCount).
 type TenantCount = poolstats.TenantCount
 
+// TenantCPU is the CPU one tenant's worker processes burned
+// (poolstats.TenantCPU).
+type TenantCPU = poolstats.TenantCPU
+
 // DeathCauses are the causes WorkerDeaths counts: the parent killed the
 // worker for its RSS or a memory cancel it ignored (rss), for a run stuck
 // past its deadline (timeout), or for a frame it could not accept
@@ -34,8 +39,9 @@ type stats struct {
 	queueOverflows, queueTimeouts, handlesGranted, handlesExpired                   atomic.Int64
 
 	mu     sync.Mutex
-	deaths map[deathKey]int64 // guarded by mu
-	lost   map[string]int64   // guarded by mu
+	deaths map[deathKey]int64       // guarded by mu
+	lost   map[string]int64         // guarded by mu
+	cpu    map[string]time.Duration // guarded by mu
 
 	// invocationsWaiting is a gauge: callers of InvokeHandle waiting for
 	// their turn at a retained execution.
@@ -57,7 +63,7 @@ func (e *Executor) Stats() Stats {
 		HandlesGranted: s.handlesGranted.Load(),
 		HandlesExpired: s.handlesExpired.Load(),
 	}
-	out.WorkerDeaths, out.ExecutionsLost = s.byTenant()
+	out.WorkerDeaths, out.ExecutionsLost, out.WorkerCPU = s.byTenant()
 	out.Invocations = int(e.stats.invocationsWaiting.Load())
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -114,7 +120,17 @@ func (s *stats) lose(tenant string, n int) {
 	s.lost[tenant] += int64(n)
 }
 
-func (s *stats) byTenant() ([]WorkerDeaths, []TenantCount) {
+// burned counts d of CPU tenant's worker processes burned.
+func (s *stats) burned(tenant string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cpu == nil {
+		s.cpu = map[string]time.Duration{}
+	}
+	s.cpu[tenant] += d
+}
+
+func (s *stats) byTenant() ([]WorkerDeaths, []TenantCount, []TenantCPU) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var deaths []WorkerDeaths
@@ -127,5 +143,9 @@ func (s *stats) byTenant() ([]WorkerDeaths, []TenantCount) {
 	for _, t := range slices.Sorted(maps.Keys(s.lost)) {
 		lost = append(lost, TenantCount{Tenant: t, Count: s.lost[t]})
 	}
-	return deaths, lost
+	var cpu []TenantCPU
+	for _, t := range slices.Sorted(maps.Keys(s.cpu)) {
+		cpu = append(cpu, TenantCPU{Tenant: t, CPU: s.cpu[t]})
+	}
+	return deaths, lost, cpu
 }

@@ -35,6 +35,7 @@ type worker struct {
 	parked    atomic.Int32  // runs with a host call open
 	abandoned atomic.Int32  // runs whose caller gave up, still on their way out
 	rss       atomic.Uint64 // the last RSS read
+	cpu       workerCPU     // the CPU it burned, by tenant
 
 	mu     sync.Mutex
 	byRun  map[uint64]*run
@@ -282,12 +283,14 @@ func (w *worker) sessionEnded(r *run, h *held, m *wire.Message) {
 // (RSS past it kills the worker, charged to the run estimated to hold the
 // most) and the deadline of every run executing (past it plus the kill
 // grace, Go code the interrupt cannot reach is running, and only a kill
-// stops it). It reports whether the
-// worker hosts any run, so that an idle one is not polled.
+// stops it). It also charges the CPU the worker burned since the last poll
+// to its tenant. It reports whether the worker hosts any run, so that an
+// idle one is not polled.
 func (w *worker) monitor() bool {
 	w.mu.Lock()
 	busy := len(w.byRun) > 0
 	w.mu.Unlock()
+	w.pollCPU()
 	if rss, ok := readRSS(w.p.pid); ok {
 		w.rss.Store(rss)
 		if rss > w.e.rssLimit(w.p) {
@@ -429,6 +432,7 @@ func (e *Executor) rssLimit(p *process) uint64 {
 // CONNECTION_BROKEN when the executor is closing).
 func (w *worker) died() {
 	w.p.reap()
+	w.endCPU()
 	e := w.e
 	reason := w.p.killedFor()
 	heaviest := w.heaviest()

@@ -3,6 +3,8 @@
 // server) need not import the backend.
 package poolstats
 
+import "time"
+
 // Stats counts what a local backend's worker pool has done since it
 // started (local.Executor.Stats), for metrics and tests.
 type Stats struct {
@@ -24,6 +26,13 @@ type Stats struct {
 	// Both are sorted.
 	WorkerDeaths   []WorkerDeaths
 	ExecutionsLost []TenantCount
+	// WorkerCPU is, by tenant, the CPU (user and system) its worker
+	// processes burned, read by the parent from the kernel, not from what
+	// the workers report: /proc while a worker hosts runs and when a
+	// tenant claims it, the reaped process's exact account when it ends.
+	// An idle worker's CPU shows at its next poll or its end. Tenant "" is
+	// what spares burned before a tenant held them. Sorted.
+	WorkerCPU []TenantCPU
 
 	// Gauges, as they are at the moment of the call.
 	WorkersAlive int    // worker processes alive or being started
@@ -49,6 +58,12 @@ type WorkerDeaths struct {
 	Tenant string
 	Cause  string // local.DeathCauses
 	Count  int64
+}
+
+// TenantCPU is the CPU one tenant's worker processes burned.
+type TenantCPU struct {
+	Tenant string
+	CPU    time.Duration
 }
 
 // TenantCount is a count of one tenant's.

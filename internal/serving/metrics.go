@@ -101,6 +101,7 @@ func NewPoolCollector(pools iter.Seq2[string, PoolReporter]) *PoolCollector {
 		"crashed":       d("codemode_workers_crashed_total", "Deprecated, removed in the next release: despite its name it counts executions failed with WORKER_CRASHED, plus worker starts that failed. Use codemode_worker_deaths_total and codemode_executions_worker_lost_total."),
 		"deaths":        prometheus.NewDesc("codemode_worker_deaths_total", "Worker processes that died other than by the pool retiring them or the gateway closing, by tenant (\"\" for a spare or a start) and cause: rss, timeout, protocol (the gateway killed it for its memory, a run stuck past its deadline, a frame it could not accept), rlimit (its runtime ran out of address space), crashed (it exited or was killed by anything else), start (it did not start).", []string{"backend", "tenant", "cause"}, nil),
 		"lost":          prometheus.NewDesc("codemode_executions_worker_lost_total", "Executions failed with WORKER_CRASHED because their worker process died or did not start, by tenant.", []string{"backend", "tenant"}, nil),
+		"cpu":           prometheus.NewDesc("codemode_worker_cpu_seconds_total", "CPU seconds (user and system) the tenant's worker processes burned, read by the gateway from the kernel, not from what the workers report (\"\" for spares no tenant held yet).", []string{"backend", "tenant"}, nil),
 		"kills":         prometheus.NewDesc("codemode_worker_kills_total", "Runs a bound ended, by the layer that acted (timeout: a run held its worker past its deadline and the worker was killed; rss: the worker was killed for memory, by the RSS poll or for a run that ignored its memory cancel; rlimit: the address-space limit; heap: the in-worker watchdog ended the run alone).", []string{"backend", "layer"}, nil),
 		"overflow":      d("codemode_queue_overflows_total", "Executions refused at their tenant's queue bound."),
 		"queueTimeouts": d("codemode_queue_timeouts_total", "Executions refused after waiting the queue's bound on waiting."),
@@ -140,6 +141,9 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, l := range s.ExecutionsLost {
 			counter("lost", l.Count, l.Tenant)
+		}
+		for _, b := range s.WorkerCPU {
+			ch <- prometheus.MustNewConstMetric(c.descs["cpu"], prometheus.CounterValue, b.CPU.Seconds(), name, b.Tenant)
 		}
 		counter("kills", s.TimeoutKills, "timeout")
 		counter("kills", s.RSSKills, "rss")
