@@ -97,10 +97,7 @@ var greeter = protocol.ModuleMap{"greeter": {Kind: protocol.KindJS, Source: `exp
 // Keeps64MB is a program that keeps 64 one-MiB buffers alive and returns
 // how many it kept: past a limit of 32 MB (or anything under 64) it ends
 // with the memory text, which is how a test sees which limit a run had.
-// A buffer is charged to the run when it is made, so none is filled: a
-// fill writes its megabyte an element at a time, seconds for the 32
-// under the race detector's worker.
-const Keeps64MB = "async () => { const keep = []; for (let i = 0; i < 64; i++) keep.push(new Uint8Array(1 << 20)); return keep.length }"
+const Keeps64MB = "async () => { const keep = []; for (let i = 0; i < 64; i++) keep.push(new Uint8Array(1 << 20).fill(1)); return keep.length }"
 
 // counterHandler answers "<count> <path>": its count is module state that
 // lives as long as its handles.
