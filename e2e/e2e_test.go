@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,10 +32,23 @@ var (
 	buildErr  error
 )
 
-// gatewayBinary builds cmd/gateway once per test run.
+// testGatewayEnv names a gateway binary built from this tree for the
+// test run: make test builds one for these tests and the TypeScript
+// client's, where each built its own before (a link, about 4 CPU-s).
+const testGatewayEnv = "CODEMODE_TEST_GATEWAY"
+
+// gatewayBinary builds cmd/gateway once per test run, or takes the one
+// testGatewayEnv names.
 func gatewayBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if bin := os.Getenv(testGatewayEnv); bin != "" {
+			binary = bin
+			if _, err := os.Stat(bin); err != nil {
+				buildErr = fmt.Errorf("%s: %w", testGatewayEnv, err)
+			}
+			return
+		}
 		dir, err := os.MkdirTemp("", "gateway-e2e-")
 		if err != nil {
 			buildErr = err
