@@ -10,40 +10,45 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 )
 
-// readRSS reads a process's resident set size in bytes.
-func readRSS(pid int) (uint64, bool) {
-	return wire.ReadStatm("/proc/"+strconv.Itoa(pid)+"/statm", 1)
+// procStat is what the parent reads of a worker in /proc/PID/stat, the
+// kernel's own counts, which nothing the process does can lower: its
+// resident set and the CPU time, user and system, it and its threads used.
+type procStat struct {
+	rss uint64 // bytes
+	cpu time.Duration
 }
 
-// readCPU reads the CPU time, user and system, a process and its threads
-// have used, from /proc/PID/stat: the kernel's count, which nothing the
-// process does can lower.
-func readCPU(pid int) (time.Duration, bool) {
+// readStat reads a process's /proc/PID/stat: one read gives the RSS poll
+// and the CPU count both.
+func readStat(pid int) (procStat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return procStat{}, false
 	}
 	// The command name (field 2) may hold spaces and parentheses: the
-	// fields after it start past the last ')'. utime and stime are fields
-	// 14 and 15, the 12th and 13th after it.
+	// fields after it start past the last ')', at field 3. utime and stime
+	// are fields 14 and 15, rss (in pages) field 24.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, false
+		return procStat{}, false
 	}
 	f := bytes.Fields(b[i+1:])
-	if len(f) < 13 {
-		return 0, false
+	field := func(n int) (uint64, error) { return strconv.ParseUint(string(f[n-3]), 10, 64) }
+	if len(f) < 24-2 {
+		return procStat{}, false
 	}
-	utime, err1 := strconv.ParseUint(string(f[11]), 10, 64)
-	stime, err2 := strconv.ParseUint(string(f[12]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
+	utime, err1 := field(14)
+	stime, err2 := field(15)
+	pages, err3 := field(24)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, false
 	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, true
+	return procStat{
+		rss: pages * uint64(os.Getpagesize()),
+		cpu: time.Duration(utime+stime) * time.Second / clockTicks,
+	}, true
 }
 
 // clockTicks is the unit of /proc's CPU times per second, sysconf

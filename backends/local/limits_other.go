@@ -11,11 +11,14 @@ import (
 // way: the worker runs with its in-process watchdog and the sandbox's run
 // clock only.
 
-func readRSS(pid int) (uint64, bool) { return 0, false }
+// procStat: without /proc there is no RSS poll, and a worker's CPU is
+// counted when it ends, from its reaped state.
+type procStat struct {
+	rss uint64
+	cpu time.Duration
+}
 
-// readCPU: without /proc a worker's CPU is counted when it ends, from its
-// reaped state.
-func readCPU(pid int) (time.Duration, bool) { return 0, false }
+func readStat(pid int) (procStat, bool) { return procStat{}, false }
 
 func processGroupAttr(workerCred) *syscall.SysProcAttr { return nil }
 

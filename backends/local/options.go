@@ -69,9 +69,9 @@ func DefaultMinWorkers(n, maxWorkers int) int { return min(max(n, 1), maxWorkers
 // flood; at one, under 12 ms.
 func DefaultCPUSlots(n, maxWorkers int) int { return max(1, min(n-1, maxWorkers-1)) }
 
-// monitorPoll is how often the parent reads a worker's RSS and its gate
-// page, while the worker hosts runs. Nothing signals either: the RSS is the
-// kernel's count, read from /proc/PID/statm (about 13 µs), and the page is
+// monitorPoll is how often the parent reads a worker's RSS (with its CPU)
+// and its gate page, while the worker hosts runs. Nothing signals either:
+// the RSS is the kernel's count, read from /proc/PID/stat, and the page is
 // memory the worker writes at every gate slice without waking anyone, so
 // that a slice costs the parent nothing. Both bounds are for a worker that
 // no longer answers, so they are polled rather than waited for.

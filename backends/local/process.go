@@ -178,7 +178,9 @@ func spawn(o *Options) (*process, error) {
 		}
 		p.rlimit = m.Ready.RlimitAS
 		p.confined = m.Ready.Confined
-		p.baseRSS, _ = readRSS(p.pid)
+		if st, ok := readStat(p.pid); ok {
+			p.baseRSS = st.rss
+		}
 		return p, nil
 	case <-timer.C:
 		p.kill(killProtocol)

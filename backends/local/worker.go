@@ -290,10 +290,10 @@ func (w *worker) monitor() bool {
 	w.mu.Lock()
 	busy := len(w.byRun) > 0
 	w.mu.Unlock()
-	w.pollCPU()
-	if rss, ok := readRSS(w.p.pid); ok {
-		w.rss.Store(rss)
-		if rss > w.e.rssLimit(w.p) {
+	if st, ok := readStat(w.p.pid); ok {
+		w.pollCPU(st.cpu)
+		w.rss.Store(st.rss)
+		if st.rss > w.e.rssLimit(w.p) {
 			w.kill(killMemory, w.heaviest())
 			return true
 		}

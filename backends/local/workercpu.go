@@ -20,14 +20,12 @@ type workerCPU struct {
 	ended  bool          // the final count is in
 }
 
-// pollCPU charges what the worker burned since it was last read.
-func (w *worker) pollCPU() {
+// pollCPU charges what the worker burned since it was last read, total
+// in all as the monitor's poll read it.
+func (w *worker) pollCPU(total time.Duration) {
 	w.cpu.mu.Lock()
 	defer w.cpu.mu.Unlock()
-	if w.cpu.ended {
-		return
-	}
-	if total, ok := readCPU(w.p.pid); ok {
+	if !w.cpu.ended {
 		w.chargeCPU(total)
 	}
 }
@@ -38,8 +36,8 @@ func (w *worker) claimCPU(tenant string) {
 	w.cpu.mu.Lock()
 	defer w.cpu.mu.Unlock()
 	if !w.cpu.ended {
-		if total, ok := readCPU(w.p.pid); ok {
-			w.chargeCPU(total)
+		if st, ok := readStat(w.p.pid); ok {
+			w.chargeCPU(st.cpu)
 		}
 	}
 	w.cpu.tenant = tenant

@@ -3,9 +3,8 @@
 // (frame.go), the run table they share, in which a worker says of each run
 // it hosts whether it is executing, until when it may, and what it used
 // (table*.go), and the
-// environment marker that makes a process a worker (WorkerEnv), with the
-// one reading of /proc both sides make (ReadStatm). The parent's side is
-// package local, the worker's package worker.
+// environment marker that makes a process a worker (WorkerEnv). The
+// parent's side is package local, the worker's package worker.
 package wire
 
 // WorkerEnv marks a process started by the pool as a worker. An environment

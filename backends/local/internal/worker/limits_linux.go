@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -25,8 +26,23 @@ func setAddressLimit(extra uint64) uint64 {
 	return limit
 }
 
-// readVmSize reads this process's address space size in bytes.
-func readVmSize() (uint64, bool) { return wire.ReadStatm("/proc/self/statm", 0) }
+// readVmSize reads this process's address space size in bytes: the first
+// field of /proc/self/statm, a count of pages.
+func readVmSize() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := bytes.Fields(b)
+	if len(f) == 0 {
+		return 0, false
+	}
+	pages, err := strconv.ParseUint(string(f[0]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * uint64(os.Getpagesize()), true
+}
 
 // claimStdout moves the frame stream off file descriptor 1 and points 1 at
 // stderr, so that nothing printing to stdout (a library, a stray debug
