@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
 	"github.com/evanw/esbuild/pkg/api"
 )
@@ -204,12 +205,18 @@ type syntaxError struct{ text string }
 
 func (e *syntaxError) Error() string { return e.text }
 
-// parseAndCompile parses src with source maps disabled (goja would otherwise
-// read any file a sourceMappingURL comment names), splits its large
+// parseSource parses src, named name, as a script with source maps
+// disabled: goja would otherwise read any file a sourceMappingURL comment
+// names. Every parse of the sandbox's goes through it.
+func parseSource(name, src string) (*ast.Program, error) {
+	return parser.ParseFile(nil, name, src, 0, parser.WithDisableSourceMaps)
+}
+
+// parseAndCompile parses src (parseSource), splits its large
 // templates (splitTemplates), routes its direct evals' source through the
 // hook that splits theirs (routeDirectEvals) and compiles it.
 func parseAndCompile(name, src string, strict bool) (*goja.Program, error) {
-	ast, err := parser.ParseFile(nil, name, src, 0, parser.WithDisableSourceMaps)
+	ast, err := parseSource(name, src)
 	if err != nil {
 		var list parser.ErrorList
 		if errors.As(err, &list) && len(list) > 0 {

@@ -2,13 +2,11 @@ package sandbox
 
 import (
 	"reflect"
-	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
-	"github.com/dop251/goja/parser"
 	"github.com/dop251/goja/unistring"
 )
 
@@ -97,19 +95,11 @@ func directEvalInsertions(arg ast.Expression, src string, base int) ([]insertion
 }
 
 // installDirectEvalHook defines the hook on String.prototype. As contained
-// does for a guard, a Go runtime error while it rewrites is a bug of the
-// sandbox's, which ends the run, not the process.
+// does for a guard, a Go runtime error while it rewrites ends the run, not
+// the process.
 func (g *guards) installDirectEvalHook() error {
 	return defineDirectEvalHook(g.vm, func(text string) (out string, ok bool) {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, isRuntime := r.(runtime.Error); !isRuntime {
-					panic(r)
-				}
-				g.s.breakRun()
-				out, ok = text, false
-			}
-		}()
+		defer g.endRunOnBug(func() { out, ok = text, false })
 		return splitTemplateSource(text)
 	})
 }
@@ -138,6 +128,6 @@ func defineDirectEvalHook(vm *goja.Runtime, rewrite func(string) (string, bool))
 
 // parses reports whether src parses as a script.
 func parses(src string) bool {
-	_, err := parser.ParseFile(nil, "", src, 0, parser.WithDisableSourceMaps)
+	_, err := parseSource("", src)
 	return err == nil
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/dop251/goja/ast"
-	"github.com/dop251/goja/parser"
 	"github.com/supolka/codemode-gateway/protocol"
 )
 
@@ -117,7 +116,7 @@ func buildEntry(code string, providers []protocol.ProviderDescriptor) entryModul
 // a proxySource usually comes: the value that replaces the generated proxy.
 // Anything else is taken as statements that declare the provider's name.
 func isExpression(src string) bool {
-	prg, err := parser.ParseFile(nil, "", "(\n"+src+"\n)", 0, parser.WithDisableSourceMaps)
+	prg, err := parseSource("", "(\n"+src+"\n)")
 	if err != nil || len(prg.Body) != 1 {
 		return false
 	}

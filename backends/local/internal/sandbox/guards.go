@@ -357,16 +357,23 @@ func (g *guards) native(name string, length goja.Value, fn func(goja.FunctionCal
 //go:noinline
 func (g *guards) contained(fn nativeFunc) nativeFunc {
 	return func(call goja.FunctionCall) (out goja.Value) {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(runtime.Error); !ok {
-					panic(r)
-				}
-				g.s.breakRun()
-				out = goja.Undefined()
-			}
-		}()
+		defer g.endRunOnBug(func() { out = goja.Undefined() })
 		return fn(call)
+	}
+}
+
+// endRunOnBug, deferred by the sandbox's own Go code that goja calls,
+// turns a Go runtime error there (a bug of the sandbox's, never the
+// program's doing) into the end of the run instead of the process, and
+// then gives the call the result fallback sets. Any other panic (goja's
+// interrupt and exceptions) goes on.
+func (g *guards) endRunOnBug(fallback func()) {
+	if r := recover(); r != nil {
+		if _, ok := r.(runtime.Error); !ok {
+			panic(r)
+		}
+		g.s.breakRun()
+		fallback()
 	}
 }
 

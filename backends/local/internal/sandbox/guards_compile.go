@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"reflect"
-	"runtime"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -122,17 +121,8 @@ func (g *guards) splitCompiler(ctor goja.Value, head string) error {
 	}
 	if !swapConstruct(o, func(construct constructFunc) constructFunc {
 		return func(args []goja.Value, newTarget *goja.Object) (out *goja.Object) {
-			// As contained does for calls: a Go runtime error here is a
-			// bug of the sandbox's, which ends the run, not the process.
-			defer func() {
-				if r := recover(); r != nil {
-					if _, ok := r.(runtime.Error); !ok {
-						panic(r)
-					}
-					g.s.breakRun()
-					out = g.vm.NewObject()
-				}
-			}()
+			// As contained does for calls.
+			defer g.endRunOnBug(func() { out = g.vm.NewObject() })
 			args, text := g.splitFunctionArgs(head, args)
 			o := construct(args, newTarget)
 			g.compiled(o, text)

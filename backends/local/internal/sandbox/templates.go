@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/dop251/goja/ast"
-	"github.com/dop251/goja/parser"
 	"github.com/dop251/goja/token"
 )
 
@@ -151,7 +150,7 @@ func templateSplits(src string) []insertion {
 	if !strings.Contains(src, "${") && !strings.Contains(src, "eval") {
 		return nil
 	}
-	prg, err := parser.ParseFile(nil, "", src, 0, parser.WithDisableSourceMaps)
+	prg, err := parseSource("", src)
 	if err != nil {
 		return nil
 	}
