@@ -13,7 +13,6 @@ type heapReading struct {
 	large        uint64 // bytes ever allocated in objects past the size classes
 	largeObjects uint64 // how many such objects
 	largeFreed   uint64 // bytes of such objects ever freed
-	mapped       uint64 // bytes the runtime has mapped read-write
 }
 
 // small is the bytes ever allocated in objects of the size classes.
@@ -48,7 +47,6 @@ var (
 		{Name: "/gc/heap/allocs-by-size:bytes"},
 		{Name: "/gc/heap/frees:bytes"},
 		{Name: "/gc/heap/frees-by-size:bytes"},
-		{Name: "/memory/classes/total:bytes"},
 	}
 )
 
@@ -68,7 +66,6 @@ func readHeap() heapReading {
 	freed := heapSamples[4].Value.Uint64()
 	freedSmall, _ := sizeClassBytes(heapSamples[5].Value.Float64Histogram())
 	h.largeFreed = freed - min(freedSmall, freed)
-	h.mapped = heapSamples[6].Value.Uint64()
 	return h
 }
 

@@ -53,8 +53,8 @@ func (hp *hugePages) step(now int64, h heapReading) bool {
 	hp.large = h.large
 	if hp.enabled && grew >= hugeTrigger {
 		hp.seen = now
-		if !hp.on || h.mapped >= hp.mapped+hugeRescan {
-			hp.advise(h.mapped)
+		if mapped := totalRuntimeMemory(); !hp.on || mapped >= hp.mapped+hugeRescan {
+			hp.advise(mapped)
 		}
 	}
 	return hp.on
