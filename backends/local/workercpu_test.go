@@ -117,6 +117,16 @@ func TestWorkerCPUOfAKilledWorkerStaysCounted(t *testing.T) {
 	pid := workerOf(t, e, "k")
 	asSpare := workerCPUOf(e, "")
 	spinFor(t, e, "k", 1)
+	// After a run the worker builds runtimes for its next ones: let it
+	// finish, so that what /proc reads is what it burned by the kill.
+	last := processCPUOf(t, pid)
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		time.Sleep(50 * time.Millisecond)
+		now := processCPUOf(t, pid)
+		settled := now == last
+		last = now
+		return settled
+	}, "the worker to stop computing after its run")
 	before := workerCPUOf(e, "k")
 	atKill := processCPUOf(t, pid)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
