@@ -115,18 +115,11 @@ func TestWorkerCPUOfAKilledWorkerStaysCounted(t *testing.T) {
 	// spare, and the two figures together are all it burned.
 	e := newPool(t, Options{MaxWorkers: 1, MinWorkers: 1, Shares: oneSlotEach, WorkerCommand: jsWorkerCommand(t)})
 	pid := workerOf(t, e, "k")
+	e.mu.Lock()
+	w := e.pool.tenants["k"].workers[0]
+	e.mu.Unlock()
 	asSpare := workerCPUOf(e, "")
 	spinFor(t, e, "k", 1)
-	// After a run the worker builds runtimes for its next ones: let it
-	// finish, so that what /proc reads is what it burned by the kill.
-	last := processCPUOf(t, pid)
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		time.Sleep(50 * time.Millisecond)
-		now := processCPUOf(t, pid)
-		settled := now == last
-		last = now
-		return settled
-	}, "the worker to stop computing after its run")
 	before := workerCPUOf(e, "k")
 	atKill := processCPUOf(t, pid)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -136,14 +129,16 @@ func TestWorkerCPUOfAKilledWorkerStaysCounted(t *testing.T) {
 		return slices.Contains(e.Stats().WorkerDeaths, WorkerDeaths{Tenant: "k", Cause: "crashed", Count: 1})
 	}, "the killed worker's death counted")
 	after := workerCPUOf(e, "k")
-	t.Logf("the worker burned %v before its kill (/proc), %v of it as a spare; the tenant's figure went from %v to %v", atKill, asSpare, before, after)
+	// What the kernel accounted for the process when it was reaped
+	// (wait4), to the nanosecond: the two figures together are all of it,
+	// none lost and none counted twice.
+	ps := w.p.cmd.ProcessState
+	exact := ps.UserTime() + ps.SystemTime()
+	t.Logf("the worker burned %v in all (%v by /proc before its kill), %v of it as a spare; the tenant's figure went from %v to %v", exact, atKill, asSpare, before, after)
 	if atKill-asSpare < 100*time.Millisecond {
 		t.Fatalf("a computing run burned only %v of CPU", atKill-asSpare)
 	}
-	// The reaped account is exact and /proc's reading truncated to its
-	// tick: the figures hold at least what /proc read at the kill, and at
-	// most a tick more and the dying process's last moments.
-	if all := asSpare + after; after < before || all < atKill || all > atKill+20*time.Millisecond {
-		t.Fatalf("the killed worker burned %v before its kill, %v as a spare; its tenant's figure went from %v to %v", atKill, asSpare, before, after)
+	if after < before || asSpare+after != exact {
+		t.Fatalf("the killed worker burned %v in all, %v as a spare; its tenant's figure went from %v to %v", exact, asSpare, before, after)
 	}
 }
