@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supolka/codemode-gateway/backends/local/internal/sandbox"
+	"github.com/supolka/codemode-gateway/backends/local/internal/wire"
 	inworker "github.com/supolka/codemode-gateway/backends/local/internal/worker"
 	"github.com/supolka/codemode-gateway/protocol"
 )
@@ -145,6 +146,9 @@ func scriptedEnvelope(ctx context.Context, job sandbox.Job, host sandbox.Host) *
 			out = append(out, v)
 		case "probe": // what the worker may do to the system (confine_test.go)
 			out = append(out, probeWorker(f[1])...)
+		case "forge": // what code that escaped the sandbox may write in the run table
+			forgeTable(ctx)
+			return causeResult(ctx)
 		case "print": // stdout must not corrupt the frame stream
 			fmt.Println("stray output on stdout")
 			out = append(out, "printed")
@@ -154,6 +158,21 @@ func scriptedEnvelope(ctx context.Context, job sandbox.Job, host sandbox.Host) *
 	}
 	b, _ := json.Marshal(out)
 	return &protocol.ExecuteResult{ResultJSON: string(b)}
+}
+
+// forgeTable writes, until ctx ends, every slot of the worker's run table
+// as code that escaped the sandbox could: the ids of the first runs the
+// parent made, whichever worker holds them, each executing past its
+// deadline under the memory bound, having used an hour and a terabyte.
+func forgeTable(ctx context.Context) {
+	table := wire.OpenTable()
+	for ctx.Err() == nil {
+		for i := range table.Slots() {
+			table.Write(i, wire.Slot{Run: uint64(i + 1), Active: true, Deadline: 1, Bound: wire.BoundMemory,
+				CPU: time.Hour, Clock: time.Hour, Heap: 1 << 40, Peak: 1 << 40})
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func causeResult(ctx context.Context) *protocol.ExecuteResult {
