@@ -490,7 +490,7 @@ func (e *Executor) spawnLocked() {
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		p, err := spawn(&e.opts)
+		p, err := spawn(&e.opts, func(cpu time.Duration) { e.stats.burned("", cpu) })
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.pool.starting--

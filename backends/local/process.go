@@ -86,8 +86,11 @@ func workerEnvironment(extra []string) []string {
 	return append(env, extra...)
 }
 
-// spawn starts one worker and waits for its ready frame.
-func spawn(o *Options) (*process, error) {
+// spawn starts one worker and waits for its ready frame. A worker that
+// started and then failed its start is reaped in the background, and
+// spent is told the CPU it burned: it belongs to no tenant, but it was
+// burned.
+func spawn(o *Options, spent func(time.Duration)) (*process, error) {
 	table, err := wire.NewTable(o.RunsPerWorker + tableSpare)
 	if err != nil {
 		return nil, err
@@ -152,7 +155,13 @@ func spawn(o *Options) (*process, error) {
 	// release it once the process is reaped, and after a start whoever
 	// watches the worker does (it reads the page after the worker died).
 	ok = true
-	failed := func() { go func() { <-p.exited; table.Release() }() }
+	reaped := func() {
+		table.Release()
+		if st := cmd.ProcessState; st != nil {
+			spent(st.UserTime() + st.SystemTime())
+		}
+	}
+	failed := func() { go func() { <-p.exited; reaped() }() }
 
 	init := &wire.Message{Kind: wire.KindInit, Init: &wire.Init{
 		MemoryLimitMB:  o.MemoryLimitMB,
@@ -173,7 +182,7 @@ func spawn(o *Options) (*process, error) {
 		if !ok || m.Kind != wire.KindReady || m.Ready == nil {
 			p.kill(killProtocol)
 			<-p.exited
-			failed()
+			reaped()
 			return nil, fmt.Errorf("worker %d did not start: %v", p.pid, p.describeExit())
 		}
 		p.rlimit = m.Ready.RlimitAS

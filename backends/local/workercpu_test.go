@@ -2,7 +2,11 @@ package local
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -141,4 +145,63 @@ func TestWorkerCPUOfAKilledWorkerStaysCounted(t *testing.T) {
 	if after < before || asSpare+after != exact {
 		t.Fatalf("the killed worker burned %v in all, %v as a spare; its tenant's figure went from %v to %v", exact, asSpare, before, after)
 	}
+}
+
+// A worker that burns CPU and then fails its start burned it all the same:
+// the spares' figure (tenant "") counts it, from the reaped process.
+func TestWorkerCPUOfAFailedStartIsCounted(t *testing.T) {
+	// The worker may run as another user (workerUser, when the tests run
+	// as root): it may write the report and reach it.
+	dir, err := os.MkdirTemp("", "failedstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	report := filepath.Join(dir, "times")
+	if err := os.WriteFile(report, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if os.Chmod(dir, 0o755) != nil || os.Chmod(report, 0o666) != nil {
+		t.Fatal("cannot open the report to the worker's user")
+	}
+	// The shell computes, appends the CPU it used (the times builtin: its
+	// own user and system time on the first line) and exits unready.
+	script := `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; times >> "$0"`
+	e := newScripted(t, Options{MaxWorkers: 1, MinWorkers: 1, WorkerCommand: []string{"/bin/sh", "-c", script, report}, StartTimeout: 30 * time.Second})
+	_, err = e.Execute(testCtx(t), &protocol.ExecuteRequest{Code: "pid"})
+	if protocol.CodeOf(err) != protocol.CodeWorkerCrashed {
+		t.Fatalf("got %v, want WORKER_CRASHED", err)
+	}
+	e.Close() // no start after those it made
+	var burned time.Duration
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := 0; i < len(lines); i += 2 { // the shell's line, then its children's
+		burned += shellTimes(t, lines[i])
+	}
+	got := workerCPUOf(e, "")
+	t.Logf("%d failed starts burned %v; the spares' figure is %v", len(lines)/2, burned, got)
+	if burned == 0 || !near(got, burned) {
+		t.Fatalf("failed starts burned %v, the spares' figure is %v", burned, got)
+	}
+}
+
+// shellTimes adds up the durations a line of the shell's times builtin
+// gives ("0m0.25s 0m0.01s").
+func shellTimes(t *testing.T, line string) time.Duration {
+	t.Helper()
+	var sum time.Duration
+	for _, f := range strings.Fields(line) {
+		m, s, ok := strings.Cut(strings.TrimSuffix(f, "s"), "m")
+		mins, err1 := strconv.Atoi(m)
+		secs, err2 := strconv.ParseFloat(s, 64)
+		if !ok || err1 != nil || err2 != nil {
+			t.Fatalf("times printed %q", line)
+		}
+		sum += time.Duration(mins)*time.Minute + time.Duration(secs*float64(time.Second))
+	}
+	return sum
 }
