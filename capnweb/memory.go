@@ -62,6 +62,13 @@ func NewMemoryBudget(limit int64) *MemoryBudget {
 	return &MemoryBudget{limit: limit, by: map[*Session]int64{}, gaveBack: make(chan struct{})}
 }
 
+// Held is what the sessions sharing the budget hold now.
+func (b *MemoryBudget) Held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
 // reserve charges n bytes to s once the budget has room for them, waiting
 // until then or until s ends (false). A session alone on the budget always
 // has room.

@@ -41,8 +41,8 @@ func wireFloodConfig(hash string) string {
 // connection wait in a tool call, 32 other connections of the same tenant
 // push 60 one-megabyte executes each without waiting for any answer, and
 // are then cut off abruptly. The gateway's resident memory grows by at
-// most 1.5 × limits.wireMemoryMB (the goal is 1.25 ×, below), no worker
-// process dies, and all ten waiting runs finish with their own results.
+// most 1.25 × limits.wireMemoryMB, no worker process dies, and all ten
+// waiting runs finish with their own results.
 func TestWireFloodIsBoundedAndCostsOnlyTheFlooder(t *testing.T) {
 	key, hash := newKey(t)
 	gw := startGatewayProcess(t, wireFloodConfig(hash))
@@ -157,13 +157,14 @@ func TestWireFloodIsBoundedAndCostsOnlyTheFlooder(t *testing.T) {
 	peak := statusKB(t, pid, "VmHWM")
 	growth := float64(peak-before) / 1024
 	t.Logf("gateway RSS %d MB before the flood, peak %d MB: grew %.0f MB against wireMemoryMB %d", before>>10, peak>>10, growth, floodWireMB)
-	// The goal is 1.25 × wireMemoryMB: measured 0.91–1.16 × since the
-	// budget asks for a collection as sessions give bytes back (1.02–1.52 ×
-	// before, the collector letting the heap reach twice what is live;
-	// 3.5–3.8 × before the budget covered decoding). The test holds 1.5 ×,
-	// with room for a loaded machine.
-	if growth > 1.5*floodWireMB {
-		t.Errorf("the gateway's RSS grew %.0f MB, past 1.5 × wireMemoryMB (%d)", growth, floodWireMB)
+	// The gateway's soft memory limit is its base plus wireMemoryMB, so
+	// the collector and the scavenger return what connections let go of
+	// before RSS runs past it: measured 0.83–1.05 × (53–67 MB in 15 runs,
+	// 7 of them beside two CPU hogs on a machine loaded by others). Before
+	// it, 0.89–1.52 × (57–97 MB in 18), the collector letting the heap reach
+	// twice what is live; 3.5–3.8 × before the budget covered decoding.
+	if growth > 1.25*floodWireMB {
+		t.Errorf("the gateway's RSS grew %.0f MB, past 1.25 × wireMemoryMB (%d)", growth, floodWireMB)
 	}
 }
 

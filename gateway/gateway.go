@@ -26,6 +26,7 @@ import (
 	"github.com/supolka/codemode-gateway/capnweb"
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/upstream"
+	"github.com/supolka/codemode-gateway/internal/memlimit"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 )
 
@@ -53,6 +54,11 @@ type Options struct {
 	// names (gateway/kinds has local and remote); a group whose type has
 	// no kind here fails New.
 	Kinds upstream.Kinds
+	// MemoryLimit has the gateway hold the process's soft memory limit at
+	// what it holds of its own plus limits.wireMemoryMB, measured at New
+	// and at each reload, unless GOMEMLIMIT is set (internal/memlimit):
+	// for the one gateway a process serves.
+	MemoryLimit bool
 }
 
 // Gateway serves one configuration at a time: Reload swaps in another.
@@ -86,6 +92,9 @@ type Gateway struct {
 	// wire bounds what every executor session holds for its client
 	// (limits.wireMemoryMB; a restart changes it).
 	wire *capnweb.MemoryBudget
+	// memoryLimit says the gateway holds the process's memory limit
+	// (Options.MemoryLimit).
+	memoryLimit bool
 }
 
 // GoingAwayReason is the close reason an executor session reads when the
@@ -142,7 +151,21 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.state.Store(st)
 	g.probeMembers()
+	g.memoryLimit = opts.MemoryLimit
+	g.setMemoryLimit(cfg)
 	return g, nil
+}
+
+// setMemoryLimit measures the process's base and sets its soft memory
+// limit to it plus the wire budget's bound, so that what connections hold
+// comes back to the system before the resident size runs past the bound
+// (see internal/memlimit); an operator's GOMEMLIMIT stays. At New, and at
+// each reload: a reload may change what the gateway holds of its own.
+func (g *Gateway) setMemoryLimit(cfg *config.Config) {
+	if !g.memoryLimit {
+		return
+	}
+	memlimit.Set(int64(cfg.Limits.WireMemoryMB)<<20, g.wire.Held(), g.getenv).Log(g.log)
 }
 
 // tenantsOn are the tenants the current configuration puts on group.
@@ -270,6 +293,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	g.applyMembers(cfg)
 	g.state.Store(st)
 	g.probeMembers()
+	g.setMemoryLimit(cfg)
 	g.log.Info("configuration reloaded", "tenants", len(cfg.Tenants), "routes", len(cfg.Routes), "configDigest", cfg.Digest)
 	return nil
 }

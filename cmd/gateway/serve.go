@@ -25,6 +25,7 @@ import (
 	"github.com/supolka/codemode-gateway/gateway/config"
 	"github.com/supolka/codemode-gateway/gateway/connlimit"
 	"github.com/supolka/codemode-gateway/gateway/kinds"
+	"github.com/supolka/codemode-gateway/internal/memlimit"
 	"github.com/supolka/codemode-gateway/internal/telemetry"
 	"github.com/supolka/codemode-gateway/protocol"
 	"github.com/supolka/codemode-gateway/protocol/executorapi"
@@ -70,7 +71,7 @@ backend instead, without a configuration file (serve --executor-server -h).`)
 	}
 	override(cfg)
 	logger := newLogger(cfg.Log, stderr)
-	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: runningVersion(), Kinds: kinds.All()})
+	gw, err := gateway.New(cfg, gateway.Options{Logger: logger, ConfigPath: *cfgPath, Override: override, Version: runningVersion(), Kinds: kinds.All(), MemoryLimit: true})
 	if err != nil {
 		logger.Error("gateway serve failed", "error", err)
 		return 1
@@ -346,6 +347,9 @@ func serveExecutor(args []string, stdout, stderr io.Writer) int {
 		Tracing: tr,
 	})
 	defer api.Close()
+	// As the gateway does (gateway.Options.MemoryLimit): the process's
+	// soft memory limit is its base plus the wire's bound.
+	memlimit.Set(*wireMemory<<20, 0, os.Getenv).Log(logger)
 
 	// Signals drain from here on, before the listening line is printed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
