@@ -292,8 +292,9 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		kept.release()
 		return nil, err
 	}
-	msg := protocol.ResultMessageOf(res)
-	size, err := wireSize(msg)
+	// The message's object is built once: measured, then sent.
+	obj := protocol.ResultMessageOf(res).Object()
+	size, err := protocol.DispatchSize(obj)
 	span.SetAttributes(telemetry.BytesOut.Int(size))
 	telemetry.RecordUsage(span, res.Usage)
 	if err != nil || size > s.opts.ResponseLimit {
@@ -314,7 +315,7 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 			kept.release()
 		}
 	}
-	return msg.Object(), nil
+	return obj, nil
 }
 
 // run executes req, with p when the executor takes a Policy (a gateway's
@@ -326,11 +327,6 @@ func (s *Server) run(ctx context.Context, req *protocol.ExecuteRequest, p protoc
 		return pe.ExecuteWith(ctx, req, p)
 	}
 	return s.exec.Execute(ctx, req)
-}
-
-func wireSize(m protocol.ExecuteResultMessage) (int, error) {
-	b, err := m.MarshalJSON()
-	return len(b), err
 }
 
 func (s *Server) invokeHandle(ctx context.Context, args []any) (_ any, err error) {
