@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"strconv"
 )
 
 // Incoming: the reader goroutine and the handling of every message the peer
@@ -357,12 +356,7 @@ func (s *Session) handleResolve(id int64, expr any, reject bool) *ProtocolError 
 	}
 	delete(s.imports, id)
 	ent.dropped = true
-	msg := []byte(`["release",`)
-	msg = strconv.AppendInt(msg, id, 10)
-	msg = append(msg, ',')
-	msg = strconv.AppendInt(msg, ent.intro, 10)
-	msg = append(msg, ']')
-	s.enqueue(msg)
+	s.enqueue(idMessage(`["release",`, id, ent.intro))
 	s.mu.Unlock()
 	if ue != nil {
 		for _, st := range ev.stubs {
@@ -466,12 +460,7 @@ func (s *Session) releaseImport(ent *importEntry) {
 	}
 	ent.dropped = true
 	delete(s.imports, ent.id)
-	msg := []byte(`["release",`)
-	msg = strconv.AppendInt(msg, ent.id, 10)
-	msg = append(msg, ',')
-	msg = strconv.AppendInt(msg, ent.intro, 10)
-	msg = append(msg, ']')
-	s.enqueue(msg)
+	s.enqueue(idMessage(`["release",`, ent.id, ent.intro))
 }
 
 // reference evaluates ["import"|"pipeline", id, path, args] against our

@@ -89,6 +89,20 @@ func (s *Session) writeLoop() {
 	}
 }
 
+// idMessage is a message of ids after its opening, such as ["pull",3] or
+// ["release",-2,1], built in one allocation.
+func idMessage(opening string, ids ...int64) []byte {
+	msg := make([]byte, 0, len(opening)+len(ids)*21)
+	msg = append(msg, opening...)
+	for i, id := range ids {
+		if i > 0 {
+			msg = append(msg, ',')
+		}
+		msg = strconv.AppendInt(msg, id, 10)
+	}
+	return append(msg, ']')
+}
+
 func (s *Session) newEncoder() *encoder {
 	return &encoder{s: s, maxDepth: MaxDepth, buf: make([]byte, 0, 128)}
 }
