@@ -34,6 +34,9 @@ const writeFailGrace = 250 * time.Millisecond
 func (s *Session) writeLoop() {
 	defer close(s.writerDone)
 	var werr error
+	// spare is the last batch's slice, emptied, handed back as the next
+	// queue: a session's queue is then not a new slice for every batch.
+	var spare [][]byte
 	for {
 		s.mu.Lock()
 		for len(s.outq) == 0 && !s.closing {
@@ -42,7 +45,7 @@ func (s *Session) writeLoop() {
 			s.mu.Lock()
 		}
 		batch := s.outq
-		s.outq = nil
+		s.outq = spare
 		closing, code, reason := s.closing, s.closeCode, s.closeReason
 		s.mu.Unlock()
 		if werr == nil && len(batch) > 0 {
@@ -76,6 +79,11 @@ func (s *Session) writeLoop() {
 			s.account(-written) // giving back never aborts
 			s.mu.Unlock()
 		}
+		clear(batch) // the messages are garbage now
+		spare = nil
+		if cap(batch) <= outqKeepMax {
+			spare = batch[:0]
+		}
 		if closing && len(batch) == 0 {
 			_ = s.t.Close(code, reason)
 			s.mu.Lock()
@@ -88,6 +96,10 @@ func (s *Session) writeLoop() {
 		}
 	}
 }
+
+// outqKeepMax is the longest queue whose slice the writer hands back for
+// reuse; a rare burst's is not held for the session's life.
+const outqKeepMax = 1024
 
 // idMessage is a message of ids after its opening, such as ["pull",3] or
 // ["release",-2,1], built in one allocation.
