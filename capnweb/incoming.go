@@ -191,8 +191,8 @@ func (s *Session) handlePush(expr any, size int) *ProtocolError {
 	ev := s.newEvaluator()
 	v, err := ev.eval(expr, 0)
 	if err != nil {
-		var ue *unsupportedError
-		if !errors.As(err, &ue) {
+		ue := asUnsupported(err)
+		if ue == nil {
 			s.mu.Unlock()
 			decoded()
 			return asProto(err)
@@ -341,9 +341,13 @@ func (s *Session) handleResolve(id int64, expr any, reject bool) *ProtocolError 
 	ev := s.newEvaluator()
 	v, err := ev.eval(expr, 0)
 	var ue *unsupportedError
-	if err != nil && !errors.As(err, &ue) {
-		s.mu.Unlock()
-		return asProto(err)
+	if err != nil {
+		// (Found in a function of its own: a variable errors.As writes to
+		// is a heap allocation wherever it is declared.)
+		if ue = asUnsupported(err); ue == nil {
+			s.mu.Unlock()
+			return asProto(err)
+		}
 	}
 	ent := s.imports[id]
 	if ent == nil || ent.cell == nil || ent.dropped {
@@ -365,20 +369,32 @@ func (s *Session) handleResolve(id int64, expr any, reject bool) *ProtocolError 
 		ent.cell.settle(nil, ue.err)
 		return nil
 	}
-	finish := func(v any, err error) {
-		if err == nil && reject {
-			err = rejection(v)
-			v = nil
-		}
-		ent.cell.settle(v, err)
-	}
 	if ev.holes {
 		go func() {
 			filled, err := fill(s.ctx, v)
-			finish(filled, err)
+			settleResolution(ent.cell, filled, err, reject)
 		}()
 	} else {
-		finish(v, nil)
+		settleResolution(ent.cell, v, nil, reject)
+	}
+	return nil
+}
+
+// settleResolution settles an import's promise with its resolution: a
+// reject's value becomes the error.
+func settleResolution(c *cell, v any, err error, reject bool) {
+	if err == nil && reject {
+		err = rejection(v)
+		v = nil
+	}
+	c.settle(v, err)
+}
+
+// asUnsupported is err's *unsupportedError, or nil.
+func asUnsupported(err error) *unsupportedError {
+	var ue *unsupportedError
+	if errors.As(err, &ue) {
+		return ue
 	}
 	return nil
 }
