@@ -10,8 +10,9 @@ import (
 // sends.
 
 func (s *Session) readLoop() {
+	gate := s.reserveRead // one func value for the session's reads
 	for {
-		msg, err := s.read()
+		msg, err := s.read(gate)
 		if err != nil {
 			s.returnReserved()
 			var pe *ProtocolError
@@ -50,10 +51,11 @@ func (s *Session) readLoop() {
 }
 
 // read reads the next message; over a transport that can wait once a
-// message begins to arrive, only when the memory budget has room for it.
-func (s *Session) read() ([]byte, error) {
+// message begins to arrive, only when the memory budget has room for it
+// (gate, which is s.reserveRead).
+func (s *Session) read(gate func() bool) ([]byte, error) {
 	if gr, ok := s.t.(gatedReader); ok && s.opts.Memory != nil {
-		return gr.readGated(context.Background(), s.reserveRead)
+		return gr.readGated(context.Background(), gate)
 	}
 	return s.t.ReadMessage(context.Background())
 }
