@@ -8,7 +8,9 @@ import (
 // cell is a result that settles once: a push result we serve, a result we
 // await from the peer, or a promise export.
 type cell struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// done is closed when the cell settles; it is made by the first
+	// waiter, as most cells settle with no goroutine waiting on them.
 	done    chan struct{}
 	settled bool
 	val     any
@@ -16,7 +18,7 @@ type cell struct {
 	cbs     []func(any, error)
 }
 
-func newCell() *cell { return &cell{done: make(chan struct{})} }
+func newCell() *cell { return &cell{} }
 
 // settle stores the outcome and runs the waiting callbacks; only the first
 // call counts. Never call it with the session lock held: callbacks take it.
@@ -29,7 +31,9 @@ func (c *cell) settle(v any, err error) bool {
 	c.settled, c.val, c.err = true, v, err
 	cbs := c.cbs
 	c.cbs = nil
-	close(c.done)
+	if c.done != nil {
+		close(c.done)
+	}
 	c.mu.Unlock()
 	for _, fn := range cbs {
 		fn(v, err)
@@ -63,8 +67,19 @@ func (c *cell) peek() (any, error, bool) {
 }
 
 func (c *cell) wait(ctx context.Context) (any, error) {
+	c.mu.Lock()
+	if c.settled {
+		v, err := c.val, c.err
+		c.mu.Unlock()
+		return v, err
+	}
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	done := c.done
+	c.mu.Unlock()
 	select {
-	case <-c.done:
+	case <-done:
 		return c.val, c.err
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)

@@ -35,6 +35,10 @@ type corkConn struct {
 	mu     sync.Mutex
 	corked bool
 	held   []byte
+	// pair and bufs write held and the next write together; kept here so
+	// that such a write allocates nothing.
+	pair   [2][]byte
+	bufs   net.Buffers
 	writes atomic.Int64 // writes that reached the network
 }
 
@@ -51,8 +55,10 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	if len(c.held) == 0 {
 		return c.Conn.Write(p)
 	}
-	bufs := net.Buffers{c.held, p}
-	_, err := bufs.WriteTo(c.Conn)
+	c.pair = [2][]byte{c.held, p}
+	c.bufs = c.pair[:]
+	_, err := c.bufs.WriteTo(c.Conn)
+	c.pair, c.bufs = [2][]byte{}, nil // p is the caller's
 	c.held = c.held[:0]
 	if cap(c.held) > corkMaxBytes {
 		c.held = nil

@@ -60,7 +60,7 @@ func (s *Session) runDelivery(ex *export, d *delivery) bool {
 				d.result.settle(nil, err)
 				return
 			}
-			s.perform(ctx, target, d, args.([]any), nil)
+			s.perform(ctx, target, d, args.([]any), &servedCall{})
 		}()
 		return true
 	}
@@ -85,18 +85,19 @@ func (s *Session) runDelivery(ex *export, d *delivery) bool {
 		d.result.settle(v, err)
 		return true
 	}
-	t := &turn{handOff: func() { go s.runQueue(ex) }}
-	s.perform(ctx, target, d, argList, t)
-	return t.end()
+	// The call and its turn are one allocation.
+	call := &servedCall{own: turn{s: s, ex: ex}}
+	call.turn = &call.own
+	s.perform(ctx, target, d, argList, call)
+	return call.own.end()
 }
 
-// perform runs one delivery's call and settles its result. t, when not
-// nil, is the target's turn, which the handler may give up before it
-// returns (Detach, or awaiting a promise).
-func (s *Session) perform(ctx context.Context, target any, d *delivery, args []any, t *turn) {
+// perform runs one delivery's call and settles its result. call.turn,
+// when not nil, is the target's turn, which the handler may give up before
+// it returns (Detach, or awaiting a promise).
+func (s *Session) perform(ctx context.Context, target any, d *delivery, args []any, call *servedCall) {
 	var v any
 	var err error
-	call := &servedCall{turn: t}
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, &Error{Name: "Error", Message: fmt.Sprintf("internal error: handler panicked: %v", r)}
@@ -119,6 +120,7 @@ func (s *Session) perform(ctx context.Context, target any, d *delivery, args []a
 // is answered.
 type servedCall struct {
 	turn     *turn
+	own      turn // the turn, when the call holds one (turn points here)
 	answered answerHooks
 }
 

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"strconv"
 )
 
 // Incoming: the reader goroutine and the handling of every message the peer
 // sends.
 
 func (s *Session) readLoop() {
+	gate := s.reserveRead // one func value for the session's reads
 	for {
-		msg, err := s.read()
+		msg, err := s.read(gate)
 		if err != nil {
 			s.returnReserved()
 			var pe *ProtocolError
@@ -51,10 +51,11 @@ func (s *Session) readLoop() {
 }
 
 // read reads the next message; over a transport that can wait once a
-// message begins to arrive, only when the memory budget has room for it.
-func (s *Session) read() ([]byte, error) {
+// message begins to arrive, only when the memory budget has room for it
+// (gate, which is s.reserveRead).
+func (s *Session) read(gate func() bool) ([]byte, error) {
 	if gr, ok := s.t.(gatedReader); ok && s.opts.Memory != nil {
-		return gr.readGated(context.Background(), s.reserveRead)
+		return gr.readGated(context.Background(), gate)
 	}
 	return s.t.ReadMessage(context.Background())
 }
@@ -192,8 +193,8 @@ func (s *Session) handlePush(expr any, size int) *ProtocolError {
 	ev := s.newEvaluator()
 	v, err := ev.eval(expr, 0)
 	if err != nil {
-		var ue *unsupportedError
-		if !errors.As(err, &ue) {
+		ue := asUnsupported(err)
+		if ue == nil {
 			s.mu.Unlock()
 			decoded()
 			return asProto(err)
@@ -342,9 +343,13 @@ func (s *Session) handleResolve(id int64, expr any, reject bool) *ProtocolError 
 	ev := s.newEvaluator()
 	v, err := ev.eval(expr, 0)
 	var ue *unsupportedError
-	if err != nil && !errors.As(err, &ue) {
-		s.mu.Unlock()
-		return asProto(err)
+	if err != nil {
+		// (Found in a function of its own: a variable errors.As writes to
+		// is a heap allocation wherever it is declared.)
+		if ue = asUnsupported(err); ue == nil {
+			s.mu.Unlock()
+			return asProto(err)
+		}
 	}
 	ent := s.imports[id]
 	if ent == nil || ent.cell == nil || ent.dropped {
@@ -357,12 +362,7 @@ func (s *Session) handleResolve(id int64, expr any, reject bool) *ProtocolError 
 	}
 	delete(s.imports, id)
 	ent.dropped = true
-	msg := []byte(`["release",`)
-	msg = strconv.AppendInt(msg, id, 10)
-	msg = append(msg, ',')
-	msg = strconv.AppendInt(msg, ent.intro, 10)
-	msg = append(msg, ']')
-	s.enqueue(msg)
+	s.enqueue(idMessage(`["release",`, id, ent.intro))
 	s.mu.Unlock()
 	if ue != nil {
 		for _, st := range ev.stubs {
@@ -371,20 +371,32 @@ func (s *Session) handleResolve(id int64, expr any, reject bool) *ProtocolError 
 		ent.cell.settle(nil, ue.err)
 		return nil
 	}
-	finish := func(v any, err error) {
-		if err == nil && reject {
-			err = rejection(v)
-			v = nil
-		}
-		ent.cell.settle(v, err)
-	}
 	if ev.holes {
 		go func() {
 			filled, err := fill(s.ctx, v)
-			finish(filled, err)
+			settleResolution(ent.cell, filled, err, reject)
 		}()
 	} else {
-		finish(v, nil)
+		settleResolution(ent.cell, v, nil, reject)
+	}
+	return nil
+}
+
+// settleResolution settles an import's promise with its resolution: a
+// reject's value becomes the error.
+func settleResolution(c *cell, v any, err error, reject bool) {
+	if err == nil && reject {
+		err = rejection(v)
+		v = nil
+	}
+	c.settle(v, err)
+}
+
+// asUnsupported is err's *unsupportedError, or nil.
+func asUnsupported(err error) *unsupportedError {
+	var ue *unsupportedError
+	if errors.As(err, &ue) {
+		return ue
 	}
 	return nil
 }
@@ -466,12 +478,7 @@ func (s *Session) releaseImport(ent *importEntry) {
 	}
 	ent.dropped = true
 	delete(s.imports, ent.id)
-	msg := []byte(`["release",`)
-	msg = strconv.AppendInt(msg, ent.id, 10)
-	msg = append(msg, ',')
-	msg = strconv.AppendInt(msg, ent.intro, 10)
-	msg = append(msg, ']')
-	s.enqueue(msg)
+	s.enqueue(idMessage(`["release",`, ent.id, ent.intro))
 }
 
 // reference evaluates ["import"|"pipeline", id, path, args] against our

@@ -48,8 +48,9 @@ type MemoryBudget struct {
 	mu   sync.Mutex
 	used int64
 	by   map[*Session]int64
-	// gaveBack is closed, and replaced, when bytes are given back: it
-	// wakes the readers waiting for room.
+	// gaveBack, made by the first reader that waits for room, is closed
+	// when bytes are given back, to wake the readers waiting; nil when none
+	// waits, so that a give-back nobody waits for allocates nothing.
 	gaveBack chan struct{}
 	// freed is what was given back since the last collection the budget
 	// asked for; collecting says one is under way.
@@ -59,7 +60,7 @@ type MemoryBudget struct {
 
 // NewMemoryBudget makes a budget of limit bytes.
 func NewMemoryBudget(limit int64) *MemoryBudget {
-	return &MemoryBudget{limit: limit, by: map[*Session]int64{}, gaveBack: make(chan struct{})}
+	return &MemoryBudget{limit: limit, by: map[*Session]int64{}}
 }
 
 // Held is what the sessions sharing the budget hold now.
@@ -73,22 +74,33 @@ func (b *MemoryBudget) Held() int64 {
 // until then or until s ends (false). A session alone on the budget always
 // has room.
 func (b *MemoryBudget) reserve(s *Session, n int64) bool {
-	stall := time.NewTimer(stallAfter)
-	defer stall.Stop()
+	// Most reads find room at once: the stall timer is made only for a
+	// reader that has to wait.
+	var stall *time.Timer
 	for {
 		b.mu.Lock()
 		if b.used+n <= b.limit || b.used == b.by[s] {
 			b.used += n
 			b.by[s] += n
 			b.mu.Unlock()
+			if stall != nil {
+				stall.Stop()
+			}
 			return true
+		}
+		if b.gaveBack == nil {
+			b.gaveBack = make(chan struct{})
 		}
 		wake := b.gaveBack
 		b.mu.Unlock()
+		if stall == nil {
+			stall = time.NewTimer(stallAfter)
+		}
 		select {
 		case <-wake:
 			stall.Reset(stallAfter)
 		case <-s.done:
+			stall.Stop()
 			return false
 		case <-stall.C:
 			b.abortStuck()
@@ -137,8 +149,10 @@ func (b *MemoryBudget) charge(s *Session, n int64) (*Session, int64) {
 		delete(b.by, s)
 	}
 	if n < 0 {
-		close(b.gaveBack)
-		b.gaveBack = make(chan struct{})
+		if b.gaveBack != nil {
+			close(b.gaveBack)
+			b.gaveBack = nil
+		}
 		b.freed -= n
 		b.collectLocked()
 	}

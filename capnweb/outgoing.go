@@ -34,6 +34,9 @@ const writeFailGrace = 250 * time.Millisecond
 func (s *Session) writeLoop() {
 	defer close(s.writerDone)
 	var werr error
+	// spare is the last batch's slice, emptied, handed back as the next
+	// queue: a session's queue is then not a new slice for every batch.
+	var spare [][]byte
 	for {
 		s.mu.Lock()
 		for len(s.outq) == 0 && !s.closing {
@@ -42,7 +45,7 @@ func (s *Session) writeLoop() {
 			s.mu.Lock()
 		}
 		batch := s.outq
-		s.outq = nil
+		s.outq = spare
 		closing, code, reason := s.closing, s.closeCode, s.closeReason
 		s.mu.Unlock()
 		if werr == nil && len(batch) > 0 {
@@ -76,6 +79,11 @@ func (s *Session) writeLoop() {
 			s.account(-written) // giving back never aborts
 			s.mu.Unlock()
 		}
+		clear(batch) // the messages are garbage now
+		spare = nil
+		if cap(batch) <= outqKeepMax {
+			spare = batch[:0]
+		}
 		if closing && len(batch) == 0 {
 			_ = s.t.Close(code, reason)
 			s.mu.Lock()
@@ -87,6 +95,24 @@ func (s *Session) writeLoop() {
 			return
 		}
 	}
+}
+
+// outqKeepMax is the longest queue whose slice the writer hands back for
+// reuse; a rare burst's is not held for the session's life.
+const outqKeepMax = 1024
+
+// idMessage is a message of ids after its opening, such as ["pull",3] or
+// ["release",-2,1], built in one allocation.
+func idMessage(opening string, ids ...int64) []byte {
+	msg := make([]byte, 0, len(opening)+len(ids)*21)
+	msg = append(msg, opening...)
+	for i, id := range ids {
+		if i > 0 {
+			msg = append(msg, ',')
+		}
+		msg = strconv.AppendInt(msg, id, 10)
+	}
+	return append(msg, ']')
 }
 
 func (s *Session) newEncoder() *encoder {

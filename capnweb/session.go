@@ -231,12 +231,15 @@ func (s *Session) Stats() Stats {
 // it returns (Detach, or awaiting a promise), the rest of the queue moves
 // to a new goroutine and this one ends with the handler.
 type turn struct {
-	once    sync.Once
-	handOff func()
-	kept    bool // the handler returned still holding its turn
+	once sync.Once
+	s    *Session
+	ex   *export // whose queue a released turn hands to a new goroutine
+	kept bool    // the handler returned still holding its turn
 }
 
 func (t *turn) release() { t.once.Do(t.handOff) }
+
+func (t *turn) handOff() { go t.s.runQueue(t.ex) }
 
 // end is called when the handler returned: it reports whether the calling
 // goroutine still runs the queue.

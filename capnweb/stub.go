@@ -230,10 +230,7 @@ func (p *Promise) pull() {
 	s.mu.Lock()
 	if !p.ent.pulled && !p.ent.dropped && !s.ended {
 		p.ent.pulled = true
-		msg := []byte(`["pull",`)
-		msg = strconv.AppendInt(msg, p.ent.id, 10)
-		msg = append(msg, ']')
-		s.enqueue(msg)
+		s.enqueue(idMessage(`["pull",`, p.ent.id))
 	}
 	s.mu.Unlock()
 }
@@ -342,10 +339,7 @@ func (p *Promise) Release() {
 	if !p.ent.dropped && !s.ended && !p.ent.cell.isSettled() {
 		p.ent.dropped = true
 		delete(s.imports, p.ent.id)
-		msg := []byte(`["release",`)
-		msg = strconv.AppendInt(msg, p.ent.id, 10)
-		msg = append(msg, ",1]"...)
-		s.enqueue(msg)
+		s.enqueue(idMessage(`["release",`, p.ent.id, 1))
 		s.mu.Unlock()
 		p.ent.cell.settle(nil, errCanceled)
 		return

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 
 	"github.com/supolka/codemode-gateway/jsvalue"
 )
@@ -76,6 +77,34 @@ func StringifyForDispatch(v any) (string, error) {
 	}
 	return string(e.buf), nil
 }
+
+// DispatchSize is the length of StringifyForDispatch(v), and its error,
+// without the text: a server that only checks how large a message will be
+// writes it into a buffer it reuses.
+func DispatchSize(v any) (int, error) {
+	e := sizeEncoders.Get().(*encoder)
+	defer func() {
+		if cap(e.buf) > sizeEncoderKeepMax {
+			e.buf = nil
+		}
+		e.buf = e.buf[:0]
+		sizeEncoders.Put(e)
+	}()
+	ok, err := e.value(v, 0)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, errUndefinedTop
+	}
+	return len(e.buf), nil
+}
+
+// sizeEncoders are DispatchSize's encoders; a buffer that grew past
+// sizeEncoderKeepMax for a rare large message is not kept.
+var sizeEncoders = sync.Pool{New: func() any { return &encoder{} }}
+
+const sizeEncoderKeepMax = 64 << 10
 
 var errUndefinedTop = errors.New("protocol: the value is undefined (or a function), which JSON cannot write")
 

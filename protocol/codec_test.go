@@ -369,3 +369,28 @@ func TestArgsFromJSON(t *testing.T) {
 		t.Error("broken arguments parsed")
 	}
 }
+
+// DispatchSize is the length of StringifyForDispatch's text and fails as it
+// fails, including after a value that grew its reused buffer or failed
+// half-way through writing.
+func TestDispatchSizeIsTheTextsLength(t *testing.T) {
+	big := strings.Repeat("é\u2028\x01", 30000) // escapes make its text longer than the string
+	values := []any{
+		"plain", 1.5, nil, []any{1.0, "two", jsvalue.Undefined}, []byte{1, 2, 3},
+		jsvalue.Object{{Key: "b", Value: 1.0}, {Key: "a", Value: []any{big}}},
+		ExecuteResultMessage{ResultJSON: `{"n":1}`, Logs: []LogLine{{Level: "log", Text: "hi\n"}}, Usage: &UsageMessage{RunClockMs: 0.25, ToolCalls: 3}}.Object(),
+		[]any{"short after a long one"},
+		jsvalue.Undefined, func() {}, []any{"half", complex(1, 2)}, "after a failure",
+	}
+	for i, v := range values {
+		text, werr := StringifyForDispatch(v)
+		n, err := DispatchSize(v)
+		if (werr == nil) != (err == nil) || (werr != nil && err.Error() != werr.Error()) {
+			t.Errorf("value %d: DispatchSize failed with %v, StringifyForDispatch with %v", i, err, werr)
+			continue
+		}
+		if werr == nil && n != len(text) {
+			t.Errorf("value %d: DispatchSize is %d, the text is %d bytes", i, n, len(text))
+		}
+	}
+}

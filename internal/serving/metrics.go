@@ -76,6 +76,11 @@ func SecondsBuckets() []float64 { return prometheus.ExponentialBuckets(0.0005, 4
 // gateway and an executor server: with its connection and trace ids when
 // ctx has them, and its wall time in milliseconds.
 func LogExecution(ctx context.Context, log *slog.Logger, backend, outcome string, wall time.Duration, retained bool) {
+	// The line's values (and its request id) are made only for a log that
+	// takes it: at the level an operator under load sets, it takes none.
+	if !log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
 	log.Info("execution", append(logIDs(ctx), "request", RequestID(), "backend", backend, "outcome", outcome, "wallMs", telemetry.Ms(wall), "retained", retained)...)
 }
 

@@ -235,12 +235,6 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	// kept is what the execution keeps of the caller's until its handles
 	// close; nil when it keeps nothing.
 	var kept *keptStubs
-	// granted is closed once execute knows the id it keeps the stub under
-	// (grantedID, "" when none), so that a close that comes first still
-	// finds the entry.
-	granted := make(chan struct{})
-	var grantedID string
-	defer close(granted)
 	switch protocol.OutboundMode(mode) {
 	case protocol.OutboundNative:
 	case protocol.OutboundDisabled:
@@ -270,15 +264,21 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		kept.add(lifetime.Dup())
 	}
 	var policy protocol.Policy
+	// granted, made only for an execution that keeps something, is
+	// closed once execute knows the id it keeps the stubs under, so that
+	// a close that comes first still finds the entry.
+	var granted *grant
 	if kept != nil {
+		granted = &grant{ready: make(chan struct{})}
+		defer close(granted.ready)
 		// (Release is idempotent; a close that beats keep leaves a
 		// released entry that goes with the session.)
 		policy.HandlesClosed = func(string) {
 			// The table is keyed by the id this server answered with,
 			// whatever id the executor names.
-			<-granted
-			if grantedID != "" {
-				s.drop(grantedID, kept)
+			<-granted.ready
+			if granted.id != "" {
+				s.drop(granted.id, kept)
 			}
 			kept.release()
 		}
@@ -292,9 +292,12 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 		kept.release()
 		return nil, err
 	}
-	msg := protocol.ResultMessageOf(res)
-	size, err := wireSize(msg)
-	span.SetAttributes(telemetry.BytesOut.Int(size))
+	// The message's object is built once: measured, then sent.
+	obj := protocol.ResultMessageOf(res).Object()
+	size, err := protocol.DispatchSize(obj)
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.BytesOut.Int(size))
+	}
 	telemetry.RecordUsage(span, res.Usage)
 	if err != nil || size > s.opts.ResponseLimit {
 		kept.release()
@@ -309,12 +312,20 @@ func (s *Server) execute(ctx context.Context, args []any) (_ any, err error) {
 	if kept != nil {
 		if res.ExecutionID != "" {
 			s.keep(res.ExecutionID, kept)
-			grantedID = res.ExecutionID
+			granted.id = res.ExecutionID
 		} else {
 			kept.release()
 		}
 	}
-	return msg.Object(), nil
+	return obj, nil
+}
+
+// grant is what a close of an execution's handles waits for: ready is
+// closed once execute knows id, the id it keeps the execution's stubs
+// under ("" when none).
+type grant struct {
+	ready chan struct{}
+	id    string
 }
 
 // run executes req, with p when the executor takes a Policy (a gateway's
@@ -326,11 +337,6 @@ func (s *Server) run(ctx context.Context, req *protocol.ExecuteRequest, p protoc
 		return pe.ExecuteWith(ctx, req, p)
 	}
 	return s.exec.Execute(ctx, req)
-}
-
-func wireSize(m protocol.ExecuteResultMessage) (int, error) {
-	b, err := m.MarshalJSON()
-	return len(b), err
 }
 
 func (s *Server) invokeHandle(ctx context.Context, args []any) (_ any, err error) {
