@@ -211,9 +211,11 @@ func TestPoolRunClock(t *testing.T) {
 // next execution on the pool works.
 func TestHostilePrograms(t *testing.T) {
 	// A case that ends at its timeout spins a processor for all of it, and
-	// the worker's setup of each (a plain build's) takes milliseconds: 1 s
-	// proves the bound as 2 s did, for half the CPU.
-	const timeoutMs = 1000
+	// the worker's setup of each (a plain build's) takes milliseconds: 300
+	// ms proves the bound as 2 s did (the sandbox's bombs take 100 ms), for
+	// a seventh of the CPU; each case's input is at hand at once or built
+	// in a few milliseconds (the deep object of JSON.stringify).
+	const timeoutMs = 300
 	// A case that must end at the memory limit runs under a wider bound:
 	// the limit is confirmed by a collection, and a doubling string
 	// reached it after 0.4 to 1.7 s of run clock on this 2-core machine
