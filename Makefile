@@ -31,22 +31,26 @@ run: build
 	./$(BIN) serve --config config.example.yaml$(if $(LISTEN), --listen $(LISTEN))$(if $(ADMIN), --admin-listen $(ADMIN))
 
 # The test command of the README and of CI: static checks, then every test
-# with the race detector, the deployment files' (a module of their own) too,
-# and the TypeScript client's (client-test, at the end of this file). The
-# three suites run side by side, each one's output shown whole when it
-# ends: the client's took a minute and a half, about 56 CPU-s of it, most
-# of the rest waiting on node and the browser, and run after the others it
-# was the largest serial part of make test on two CPUs. The tests whose
+# with the race detector (but the sandbox's guard and bomb suites: see
+# sandbox-test), the deployment files' (a module of their own) too, and the
+# TypeScript client's (client-test, at the end of this file). The four
+# jobs (go-test's two, deploy-test, the client's) run side by side, each
+# line of output whole: the client's took a minute and a half, about 56
+# CPU-s of it, most of the rest waiting on node and the browser, and run
+# after the others it was the largest serial part of make test on two CPUs. The tests whose
 # bounds the load beside them used to break (TestMemoryBudgetIsAskedFirst,
 # TestHandlesTimerSpinningBetweenInvocations) have margins for it.
 #
 # The gateway binary e2e's tests and the client's run is built once, here,
 # for both (CODEMODE_TEST_GATEWAY): each linked its own, about 4 CPU-s
-# apiece, and a binary already up to date is not linked again. go test
-# runs without its own vet pass (VET=off): the vet prerequisite ran every
-# analyzer over the same packages, their tests included (but the files of
-# the race tag, a constant each), and go test's pass, cached apart from
-# go vet's, cost up to 50 CPU-s after a change low in the tree.
+# apiece, and a binary already up to date is not linked again. The remote
+# backend's conformance suite runs it as its local workers, a plain build
+# where the race-instrumented test binary took 7-18 s to fill the memory
+# case's 128 MB. go test runs without its own vet pass (VET=off): the vet
+# prerequisite ran every analyzer over the same packages, their tests
+# included (but the files of the race tag, a constant each), and go test's
+# pass, cached apart from go vet's, cost up to 50 CPU-s after a change low
+# in the tree.
 TEST_GATEWAY := bin/gateway-test
 test: vet interop-deps e2e-deps client-test-deps
 	$(GO) build -o $(TEST_GATEWAY) ./cmd/gateway
@@ -77,13 +81,15 @@ go-test-race:
 
 # The sandbox's guard and bomb suites run without the race detector, the
 # rest of its tests with it. They are JavaScript-heavy and run on one
-# goroutine (the clock's timer beside it, which the other tests cover
-# under the race detector); the detector made them cost twice the CPU
-# (85 CPU-s against 45 for the package), and under it some timeout bombs
-# never reached the call they test: building their input ('x'.repeat(2**23),
-# Array(3e6).fill(1.5)) took their whole 300 ms bound. Their pass runs the
-# tests at the sandbox's shipped thresholds too (TestGuardsAtFullThresholds),
-# which the race pass skips. A test joins that pass by its name here.
+# goroutine (the clock's timer and a context's cancel beside it, which the
+# other tests cover under the race detector); the detector made them cost
+# twice the CPU (85 CPU-s against 45 for the package), and under it the
+# timeout bombs over a large string never reached the call they test:
+# building their input took their whole 300 ms bound ('x'.repeat(2**23)
+# 0.3 CPU-s, '\u0130'.repeat(2**25) 1.9, against 2-12 ms without it).
+# Their pass runs the tests at the sandbox's shipped thresholds too
+# (TestGuardsAtFullThresholds, 12 CPU-s), which the race pass skips. A
+# test joins that pass by its name here.
 SANDBOX_PLAIN_TESTS := \
 	TestStringGuardsKeepGojasResults TestStringBombsEndTheirRun \
 	TestArrayGuardsKeepGojasResults TestArrayBombsEndTheirRun TestGuardsMendGojasBreaks \
@@ -93,7 +99,8 @@ SANDBOX_PLAIN_TESTS := \
 	TestGuardsAtFullThresholds TestGuardsKeepTheShapeOfGojasFunctions \
 	TestLargeJoinsOfPrimitivesKeepGojasResults TestAnHonestLargeJoinCompletes \
 	TestAJoinPastTheLimitEndsBeforeWriting \
-	TestLazyGuardsAreInPlaceHoweverAFamilyIsReached TestReflectRangeErrorAndStringIteratorAreGuardedLazily
+	TestLazyGuardsAreInPlaceHoweverAFamilyIsReached TestReflectRangeErrorAndStringIteratorAreGuardedLazily \
+	TestMemoryBudgetIsAskedFirst
 empty :=
 space := $(empty) $(empty)
 # The one pattern both passes take: -skip for the race pass, -run for the
