@@ -33,8 +33,8 @@ run: build
 # The test command of the README and of CI: static checks, then every test
 # with the race detector (but the sandbox's guard and bomb suites: see
 # sandbox-test), the deployment files' (a module of their own) too, and the
-# TypeScript client's (client-test, at the end of this file). The four
-# jobs (go-test's two, deploy-test, the client's) run side by side, each
+# TypeScript client's (client-test, at the end of this file). The jobs
+# (the client's first, go-test's five, deploy-test) run side by side, each
 # line of output whole: the client's took a minute and a half, about 56
 # CPU-s of it, most of the rest waiting on node and the browser, and run
 # after the others it was the largest serial part of make test on two CPUs. The tests whose
@@ -55,20 +55,22 @@ TEST_GATEWAY := bin/gateway-test
 test: vet interop-deps e2e-deps client-test-deps
 	$(GO) build -o $(TEST_GATEWAY) ./cmd/gateway
 	CODEMODE_TEST_GATEWAY=$(CURDIR)/$(TEST_GATEWAY) VET=off \
-	  $(MAKE) --no-print-directory -j4 --output-sync=line go-test deploy-test client-test-run
+	  $(MAKE) --no-print-directory -j6 --output-sync=line client-test-run go-test deploy-test
 
 .PHONY: go-test go-test-race sandbox-test deploy-test client-test-run
 # Every Go test of the module: go-test-race runs all packages but the
-# sandbox with the race detector; sandbox-test runs the sandbox in its two
-# passes (below). make test runs the two side by side.
-go-test: go-test-race sandbox-test
+# local backend and its sandbox with the race detector; local-test and
+# sandbox-test run those two in two processes each (below). make test runs
+# them side by side.
+go-test: go-test-race local-test sandbox-test
 
 # go test starts its packages' tests in the order they are named (each
 # once), by default the import paths' order, two at a time on two CPUs. The
 # longest are named first, so that none starts near the end and runs alone
 # there (gateway, third longest, started last but a few and ended the run).
-GO_TEST_FIRST := ./backends/local/ ./gateway/ ./e2e/ ./backends/remote/
+GO_TEST_FIRST := ./gateway/ ./e2e/ ./backends/remote/
 MODULE        := github.com/supolka/codemode-gateway
+LOCAL         := ./backends/local/
 SANDBOX       := ./backends/local/internal/sandbox/
 
 # VET=off (make test) leaves go test's vet pass out, where go vet ran.
@@ -77,7 +79,33 @@ GO_TEST_VET := $(if $(filter off,$(VET)),-vet=off)
 
 go-test-race:
 	$(GO) test -race -count=1 $(GO_TEST_VET) $(GO_TEST_FIRST) \
-	  $(filter-out $(MODULE)/backends/local/internal/sandbox,$(shell $(GO) list ./...))
+	  $(filter-out $(MODULE)/backends/local $(MODULE)/backends/local/internal/sandbox,$(shell $(GO) list ./...))
+
+# The local backend's tests run one at a time (none is parallel: many
+# account for a worker's CPU or hold a bound), most of their time waiting
+# on bounds, graces and workers, and the package was the longest of make
+# test (124 s alone, 185-257 s inside it) and its end. Its race build runs
+# as two processes side by side, the tests split by name: LOCAL_SHARD is
+# -run for one and -skip for the other, so that each test runs in exactly
+# one. Both take their plain JavaScript workers from one build
+# (CODEMODE_TEST_LOCAL_WORKER, jsWorkerCommand), where each linked its own.
+LOCAL_SHARD := ^Test[A-H]
+LOCAL_BIN   := bin/local
+local-test: local-test-a local-test-b
+local-test-a local-test-b: $(LOCAL_BIN)-race.test
+
+.PHONY: local-test local-test-a local-test-b $(LOCAL_BIN)-race.test
+$(LOCAL_BIN)-race.test:
+	$(GO) test -race -c $(GO_TEST_VET) -o $(LOCAL_BIN)-race.test $(LOCAL)
+	$(GO) test -c $(GO_TEST_VET) -o $(LOCAL_BIN)-plain.test $(LOCAL)
+
+# A test binary runs in its package's directory, as go test runs it.
+LOCAL_RUN = cd $(LOCAL) && CODEMODE_TEST_LOCAL_WORKER=$(CURDIR)/$(LOCAL_BIN)-plain.test \
+	  $(CURDIR)/$(LOCAL_BIN)-race.test -test.count=1 -test.timeout=10m -test.paniconexit0
+local-test-a:
+	$(LOCAL_RUN) -test.run '$(LOCAL_SHARD)'
+local-test-b:
+	$(LOCAL_RUN) -test.skip '$(LOCAL_SHARD)'
 
 # The sandbox's guard and bomb suites run without the race detector, the
 # rest of its tests with it. They are JavaScript-heavy and run on one

@@ -37,6 +37,10 @@ func newPool(t testing.TB, o Options) *Executor {
 	return e
 }
 
+// plainWorkerEnv names a build of this test binary without the race
+// detector, made beforehand (make test's local-test).
+const plainWorkerEnv = "CODEMODE_TEST_LOCAL_WORKER"
+
 // plainWorker is a build of this test binary without the race detector.
 var plainWorker struct {
 	once sync.Once
@@ -50,13 +54,21 @@ var plainWorker struct {
 // carries shadow memory (which RLIMIT_AS and RSS both count) and runs goja
 // several times slower, so it is not the worker the gateway ships. Under
 // -race these tests therefore run their workers from a plain build of this
-// same test binary; the parent side stays race-instrumented.
+// same test binary; the parent side stays race-instrumented. make test
+// builds that binary once for the two processes it splits this package's
+// tests into and names it in plainWorkerEnv.
 func jsWorkerCommand(t testing.TB) []string {
 	t.Helper()
 	if !raceBuild {
 		return nil
 	}
 	plainWorker.once.Do(func() {
+		if exe := os.Getenv(plainWorkerEnv); exe != "" {
+			if _, plainWorker.err = os.Stat(exe); plainWorker.err == nil {
+				plainWorker.cmd = []string{exe}
+			}
+			return
+		}
 		goTool, err := exec.LookPath("go")
 		if err != nil {
 			plainWorker.err = fmt.Errorf("build a plain worker: the go command is not on PATH: %v", err)
