@@ -31,41 +31,124 @@ run: build
 	./$(BIN) serve --config config.example.yaml$(if $(LISTEN), --listen $(LISTEN))$(if $(ADMIN), --admin-listen $(ADMIN))
 
 # The test command of the README and of CI: static checks, then every test
-# with the race detector, the deployment files' (a module of their own) too,
-# and the TypeScript client's (client-test, at the end of this file). The
-# three suites run side by side, each one's output shown whole when it
-# ends: the client's took a minute and a half, about 56 CPU-s of it, most
-# of the rest waiting on node and the browser, and run after the others it
-# was the largest serial part of make test on two CPUs. The tests whose
+# with the race detector (but the sandbox's guard and bomb suites: see
+# sandbox-test), the deployment files' (a module of their own) too, and the
+# TypeScript client's (client-test, at the end of this file). The jobs
+# (the client's first, go-test's five, deploy-test) run side by side, each
+# line of output whole: the client's took a minute and a half, about 56
+# CPU-s of it, most of the rest waiting on node and the browser, and run
+# after the others it was the largest serial part of make test on two CPUs. The tests whose
 # bounds the load beside them used to break (TestMemoryBudgetIsAskedFirst,
 # TestHandlesTimerSpinningBetweenInvocations) have margins for it.
 #
 # The gateway binary e2e's tests and the client's run is built once, here,
 # for both (CODEMODE_TEST_GATEWAY): each linked its own, about 4 CPU-s
-# apiece, and a binary already up to date is not linked again. go test
-# runs without its own vet pass (VET=off): the vet prerequisite ran every
-# analyzer over the same packages, their tests included (but the files of
-# the race tag, a constant each), and go test's pass, cached apart from
-# go vet's, cost up to 50 CPU-s after a change low in the tree.
+# apiece, and a binary already up to date is not linked again. The remote
+# backend's conformance suite runs it as its local workers, a plain build
+# where the race-instrumented test binary took 7-18 s to fill the memory
+# case's 128 MB. go test runs without its own vet pass (VET=off): the vet
+# prerequisite ran every analyzer over the same packages, their tests
+# included (but the files of the race tag, a constant each), and go test's
+# pass, cached apart from go vet's, cost up to 50 CPU-s after a change low
+# in the tree.
 TEST_GATEWAY := bin/gateway-test
 test: vet interop-deps e2e-deps client-test-deps
 	$(GO) build -o $(TEST_GATEWAY) ./cmd/gateway
 	CODEMODE_TEST_GATEWAY=$(CURDIR)/$(TEST_GATEWAY) VET=off \
-	  $(MAKE) --no-print-directory -j3 --output-sync=line go-test deploy-test client-test-run
+	  $(MAKE) --no-print-directory -j6 --output-sync=line client-test-run go-test deploy-test
 
-.PHONY: go-test deploy-test client-test-run
+.PHONY: go-test go-test-race sandbox-test deploy-test client-test-run
+# Every Go test of the module: go-test-race runs all packages but the
+# local backend and its sandbox with the race detector; local-test and
+# sandbox-test run those two in two processes each (below). make test runs
+# them side by side.
+go-test: go-test-race local-test sandbox-test
+
 # go test starts its packages' tests in the order they are named (each
 # once), by default the import paths' order, two at a time on two CPUs. The
 # longest are named first, so that none starts near the end and runs alone
 # there (gateway, third longest, started last but a few and ended the run).
-GO_TEST_FIRST := ./backends/local/ ./backends/local/internal/sandbox/ ./gateway/ ./e2e/ ./backends/remote/
+GO_TEST_FIRST := ./gateway/ ./e2e/ ./backends/remote/
+MODULE        := github.com/supolka/codemode-gateway
+LOCAL         := ./backends/local/
+SANDBOX       := ./backends/local/internal/sandbox/
 
 # VET=off (make test) leaves go test's vet pass out, where go vet ran.
 VET ?= on
 GO_TEST_VET := $(if $(filter off,$(VET)),-vet=off)
 
-go-test:
-	$(GO) test -race -count=1 $(GO_TEST_VET) $(GO_TEST_FIRST) ./...
+go-test-race:
+	$(GO) test -race -count=1 $(GO_TEST_VET) $(GO_TEST_FIRST) \
+	  $(filter-out $(MODULE)/backends/local $(MODULE)/backends/local/internal/sandbox,$(shell $(GO) list ./...))
+
+# The local backend's tests run one at a time (none is parallel: many
+# account for a worker's CPU or hold a bound), most of their time waiting
+# on bounds, graces and workers, and the package was the longest of make
+# test (124 s alone, 185-257 s inside it) and its end. Its race build runs
+# as two processes side by side, the tests split by name: LOCAL_SHARD is
+# -run for one and -skip for the other, so that each test runs in exactly
+# one. Both take their plain JavaScript workers from one build
+# (CODEMODE_TEST_LOCAL_WORKER, jsWorkerCommand), where each linked its own.
+LOCAL_SHARD := ^Test[A-H]
+LOCAL_BIN   := bin/local
+local-test: local-test-a local-test-b
+local-test-a local-test-b: $(LOCAL_BIN)-race.test
+
+.PHONY: local-test local-test-a local-test-b $(LOCAL_BIN)-race.test
+$(LOCAL_BIN)-race.test:
+	$(GO) test -race -c $(GO_TEST_VET) -o $(LOCAL_BIN)-race.test $(LOCAL)
+	$(GO) test -c $(GO_TEST_VET) -o $(LOCAL_BIN)-plain.test $(LOCAL)
+
+# A test binary runs in its package's directory, as go test runs it.
+LOCAL_RUN = cd $(LOCAL) && CODEMODE_TEST_LOCAL_WORKER=$(CURDIR)/$(LOCAL_BIN)-plain.test \
+	  $(CURDIR)/$(LOCAL_BIN)-race.test -test.count=1 -test.timeout=10m -test.paniconexit0
+local-test-a:
+	$(LOCAL_RUN) -test.run '$(LOCAL_SHARD)'
+local-test-b:
+	$(LOCAL_RUN) -test.skip '$(LOCAL_SHARD)'
+
+# The sandbox's guard and bomb suites run without the race detector, the
+# rest of its tests with it. They are JavaScript-heavy and run on one
+# goroutine (the clock's timer and a context's cancel beside it, which the
+# other tests cover under the race detector); the detector made them cost
+# twice the CPU (85 CPU-s against 45 for the package), and under it the
+# timeout bombs over a large string never reached the call they test:
+# building their input took their whole 300 ms bound ('x'.repeat(2**23)
+# 0.3 CPU-s, '\u0130'.repeat(2**25) 1.9, against 2-12 ms without it).
+# Their pass runs the tests at the sandbox's shipped thresholds too
+# (TestGuardsAtFullThresholds, 12 CPU-s), which the race pass skips. A
+# test joins that pass by its name here.
+SANDBOX_PLAIN_TESTS := \
+	TestStringGuardsKeepGojasResults TestStringBombsEndTheirRun \
+	TestArrayGuardsKeepGojasResults TestArrayBombsEndTheirRun TestGuardsMendGojasBreaks \
+	TestTypedGuardsKeepGojasResults TestBufferBombsEndTheirRun \
+	TestOtherGuardsKeepGojasResults TestOtherBombsEndTheirRun \
+	TestRegExpGuardsKeepGojasResults TestRegExpBombsEndTheirRun \
+	TestGuardsAtFullThresholds TestGuardsKeepTheShapeOfGojasFunctions \
+	TestLargeJoinsOfPrimitivesKeepGojasResults TestAnHonestLargeJoinCompletes \
+	TestAJoinPastTheLimitEndsBeforeWriting \
+	TestLazyGuardsAreInPlaceHoweverAFamilyIsReached TestReflectRangeErrorAndStringIteratorAreGuardedLazily \
+	TestMemoryBudgetIsAskedFirst
+empty :=
+space := $(empty) $(empty)
+# The one pattern both passes take: -skip for the race pass, -run for the
+# plain one, so that a test is in exactly one of them.
+SANDBOX_PLAIN := ^($(subst $(space),|,$(strip $(SANDBOX_PLAIN_TESTS))))$$
+
+# First the split is checked against go test -list: a name in the list
+# that is no test of the package (renamed, deleted) fails, and each test
+# listed must fall in exactly one pass.
+sandbox-test:
+	@all=$$($(GO) test -list . $(SANDBOX) | grep -E '^(Test|Example|Fuzz)'); \
+	for n in $(SANDBOX_PLAIN_TESTS); do \
+	  echo "$$all" | grep -qx "$$n" || { echo "SANDBOX_PLAIN_TESTS: $$n is no test of $(SANDBOX)" >&2; exit 1; }; \
+	done; \
+	plain=$$(echo "$$all" | grep -cE '$(SANDBOX_PLAIN)'); race=$$(echo "$$all" | grep -cvE '$(SANDBOX_PLAIN)'); \
+	if [ $$((plain + race)) -ne $$(echo "$$all" | wc -l) ] || [ $$plain -ne $(words $(SANDBOX_PLAIN_TESTS)) ]; then \
+	  echo "sandbox-test: the two passes do not cover the sandbox's tests once each" >&2; exit 1; fi; \
+	echo "sandbox: $$race tests with the race detector, $$plain without"
+	$(GO) test -race -count=1 $(GO_TEST_VET) -skip '$(SANDBOX_PLAIN)' $(SANDBOX)
+	$(GO) test -count=1 $(GO_TEST_VET) -run '$(SANDBOX_PLAIN)' $(SANDBOX)
 
 deploy-test:
 	cd deploy && $(GO) test -race -count=1 $(GO_TEST_VET) ./...

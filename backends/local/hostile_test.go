@@ -37,6 +37,10 @@ func newPool(t testing.TB, o Options) *Executor {
 	return e
 }
 
+// plainWorkerEnv names a build of this test binary without the race
+// detector, made beforehand (make test's local-test).
+const plainWorkerEnv = "CODEMODE_TEST_LOCAL_WORKER"
+
 // plainWorker is a build of this test binary without the race detector.
 var plainWorker struct {
 	once sync.Once
@@ -50,13 +54,21 @@ var plainWorker struct {
 // carries shadow memory (which RLIMIT_AS and RSS both count) and runs goja
 // several times slower, so it is not the worker the gateway ships. Under
 // -race these tests therefore run their workers from a plain build of this
-// same test binary; the parent side stays race-instrumented.
+// same test binary; the parent side stays race-instrumented. make test
+// builds that binary once for the two processes it splits this package's
+// tests into and names it in plainWorkerEnv.
 func jsWorkerCommand(t testing.TB) []string {
 	t.Helper()
 	if !raceBuild {
 		return nil
 	}
 	plainWorker.once.Do(func() {
+		if exe := os.Getenv(plainWorkerEnv); exe != "" {
+			if _, plainWorker.err = os.Stat(exe); plainWorker.err == nil {
+				plainWorker.cmd = []string{exe}
+			}
+			return
+		}
 		goTool, err := exec.LookPath("go")
 		if err != nil {
 			plainWorker.err = fmt.Errorf("build a plain worker: the go command is not on PATH: %v", err)
@@ -211,9 +223,11 @@ func TestPoolRunClock(t *testing.T) {
 // next execution on the pool works.
 func TestHostilePrograms(t *testing.T) {
 	// A case that ends at its timeout spins a processor for all of it, and
-	// the worker's setup of each (a plain build's) takes milliseconds: 1 s
-	// proves the bound as 2 s did, for half the CPU.
-	const timeoutMs = 1000
+	// the worker's setup of each (a plain build's) takes milliseconds: 300
+	// ms proves the bound as 2 s did (the sandbox's bombs take 100 ms), for
+	// a seventh of the CPU; each case's input is at hand at once or built
+	// in a few milliseconds (the deep object of JSON.stringify).
+	const timeoutMs = 300
 	// A case that must end at the memory limit runs under a wider bound:
 	// the limit is confirmed by a collection, and a doubling string
 	// reached it after 0.4 to 1.7 s of run clock on this 2-core machine
