@@ -460,7 +460,11 @@ func TestGuardsMendGojasBreaks(t *testing.T) {
 var arrayBombs = []bomb{
 	{"join of holes", `new Array(2**32-1).join()`, endsMemory},
 	{"join of holes without a separator", `new Array(2**32-1).join('')`, endsTimeout},
-	{"join of a dense array", `Array(3e6).fill(1.5).join('')`, endsTimeout},
+	// 8,000 references to one dense array of 8,000 numbers: 6.4e7 numbers
+	// to write (about 10 s of goja's join unguarded), built in two calls.
+	// This case was a dense array of 3e6 numbers, whose fill took goja
+	// seconds: its bound ended it before the join began.
+	{"join of a dense array of dense arrays", `Array(8000).fill(Array(8000).fill(1.5)).join('')`, endsTimeout},
 	// Filling 5e7 holes makes 800 MB of elements: the budget refuses them.
 	{"join with a long separator", `new Array(2**20).join('x'.repeat(2**10))`, endsMemory},
 	{"join of one large string", `Array(2**12).fill('x'.repeat(2**20)).join('')`, endsMemory},
@@ -656,7 +660,9 @@ func TestOtherGuardsKeepGojasResults(t *testing.T) {
 // otherBombs are the bombs of JSON, argument lists, iteration, Object's
 // lists and the URI encoders.
 var otherBombs = []bomb{
-	{"JSON.stringify of a dense array", `JSON.stringify(new Array(3e6).fill(1.5))`, endsTimeout},
+	// Built as the join's arrays are (arrayBombs), so that the bound finds
+	// the run inside stringify.
+	{"JSON.stringify of a dense array of dense arrays", `JSON.stringify(Array(8000).fill(Array(8000).fill(1.5)))`, endsTimeout},
 	{"JSON.stringify of holes", `JSON.stringify(new Array(2**26), null, 10)`, endsTimeout},
 	{"JSON.stringify with a huge property list", `JSON.stringify(1, new Array(2**32-1))`, endsTimeout},
 	{"JSON.parse of nested arrays", `JSON.parse('[' + '[],'.repeat(2**22) + '[]]')`, endsMemory},
