@@ -388,6 +388,34 @@ func TestCallerCancelEndsTheRun(t *testing.T) {
 	}
 }
 
+// A cancelled run is in Go code past its cancel only once it has computed
+// a kill grace beyond it: one whose piece waits without computing (as a
+// compile waits for the CPU behind a flood of its tenant's own) keeps its
+// worker, and one that computes on has the worker stopped once only
+// cancelled runs are left.
+func TestCancelledRunStopsItsWorkerOnlyWhenItComputes(t *testing.T) {
+	for _, c := range []struct {
+		code     string
+		replaced bool
+	}{
+		{"hold 1500", false},
+		{"spin 3000", true},
+	} {
+		e := newScripted(t, Options{PoolSize: 1, KillGrace: 200 * time.Millisecond})
+		before := pidOf(t, e)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := e.Execute(ctx, &protocol.ExecuteRequest{Code: c.code, Timeout: protocol.TimeoutOf(60000)})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: got %v, want the ctx's error", c.code, err)
+		}
+		testutil.WaitFor(t, 20*time.Second, func() bool { return e.Stats().Runs == 0 }, "the cancelled run to leave its worker")
+		if after := pidOf(t, e); (after != before) != c.replaced {
+			t.Fatalf("%s: the worker was %d before the cancel and %d after it; want it replaced: %v", c.code, before, after, c.replaced)
+		}
+	}
+}
+
 // The parent's clock is the backstop for Go code no interrupt reaches.
 func TestParentKillsAtDeadline(t *testing.T) {
 	e := newScripted(t, Options{PoolSize: 1, KillGrace: 300 * time.Millisecond})

@@ -103,6 +103,8 @@ func scriptedEnvelope(ctx context.Context, job sandbox.Job, host sandbox.Host) *
 			out = append(out, "fired")
 		case "exit":
 			os.Exit(n)
+		case "hold": // Go code that waits, deaf to ctx, computing nothing
+			time.Sleep(time.Duration(n) * time.Millisecond)
 		case "spin": // Go code no interrupt reaches
 			end := time.Now().Add(time.Duration(n) * time.Millisecond)
 			for n == 0 || time.Now().Before(end) {

@@ -51,7 +51,12 @@ type worker struct {
 	// the kill grace; the worker takes nothing new and goes once only
 	// cancelled runs are left. The monitor alone touches it.
 	cancelStuck bool
-	wake        chan struct{}
+	// cancelCPU is the CPU the run table showed for each cancelled run
+	// executing when the monitor first saw it cancelled: a run is in Go
+	// code past its cancel once it has computed a kill grace beyond it.
+	// The monitor alone touches it.
+	cancelCPU map[uint64]time.Duration
+	wake      chan struct{}
 	// watched is closed once the worker's death has been dealt with.
 	watched chan struct{}
 }
@@ -302,6 +307,8 @@ func (w *worker) monitor() bool {
 	executing := false
 	var over wire.Slot
 	cancelled := false
+	seen := w.cancelCPU
+	w.cancelCPU = nil
 	w.p.table.Each(func(s wire.Slot) {
 		if !s.Active || over.Run != 0 {
 			return
@@ -311,17 +318,29 @@ func (w *worker) monitor() bool {
 		case s.Deadline != 0 && now > s.Deadline+grace:
 			over = s
 		default:
-			if r := w.lookup(s.Run); r != nil {
-				if c := r.cancelledAt.Load(); c != 0 && now > c+grace {
+			if r := w.lookup(s.Run); r != nil && r.cancelledAt.Load() != 0 {
+				at, ok := seen[s.Run]
+				if !ok {
+					at = s.CPU
+				}
+				if w.cancelCPU == nil {
+					w.cancelCPU = map[uint64]time.Duration{}
+				}
+				w.cancelCPU[s.Run] = at
+				if s.CPU-at > time.Duration(grace) {
 					cancelled = true
 				}
 			}
 		}
 	})
-	// A run its caller cancelled while in Go code (compiling a large
-	// program, say) is not worth its siblings, other callers' runs: the
-	// worker takes nothing new and goes once only cancelled runs are left
-	// (the run's deadline still holds meanwhile).
+	// A run its caller cancelled that goes on computing in Go code
+	// (compiling a huge program, say) is not worth its siblings, other
+	// callers' runs: the worker takes nothing new and goes once only
+	// cancelled runs are left (the run's deadline still holds meanwhile).
+	// What counts is the CPU the run spent since, not the time: a piece
+	// that waits for the CPU behind the tenant's own runs (under a flood
+	// of large programs cut off together) is not stuck, and draining its
+	// worker for it would take the worker from the runs beside it.
 	if cancelled && !w.cancelStuck {
 		w.cancelStuck = true
 		w.e.drain(w)
