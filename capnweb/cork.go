@@ -29,6 +29,10 @@ type MessageBatchWriter interface {
 // goes out in more than one write.
 const corkMaxBytes = 256 << 10
 
+// corkCopyMax is the largest last write of a batch that is copied behind
+// what is held, to go out in one Write; a larger one is written beside it.
+const corkCopyMax = 64 << 10
+
 // corkConn is an accepted connection whose writes can be held back.
 type corkConn struct {
 	net.Conn
@@ -55,10 +59,20 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	if len(c.held) == 0 {
 		return c.Conn.Write(p)
 	}
-	c.pair = [2][]byte{c.held, p}
-	c.bufs = c.pair[:]
-	_, err := c.bufs.WriteTo(c.Conn)
-	c.pair, c.bufs = [2][]byte{}, nil // p is the caller's
+	var err error
+	if len(p) <= corkCopyMax {
+		// One Write of the whole batch. net.Buffers would write the two
+		// parts with one writev only on the net package's own connections,
+		// and a server's listener often wraps them (the gateway's does, to
+		// count them): then it is a Write, a system call, per part.
+		c.held = append(c.held, p...)
+		_, err = c.Conn.Write(c.held)
+	} else {
+		c.pair = [2][]byte{c.held, p}
+		c.bufs = c.pair[:]
+		_, err = c.bufs.WriteTo(c.Conn)
+		c.pair, c.bufs = [2][]byte{}, nil // p is the caller's
+	}
 	c.held = c.held[:0]
 	if cap(c.held) > corkMaxBytes {
 		c.held = nil

@@ -362,7 +362,7 @@ func (s *Session) handleResolve(id int64, expr any, reject bool) *ProtocolError 
 	}
 	delete(s.imports, id)
 	ent.dropped = true
-	s.enqueue(idMessage(`["release",`, id, ent.intro))
+	s.enqueueRelease(idMessage(`["release",`, id, ent.intro))
 	s.mu.Unlock()
 	if ue != nil {
 		for _, st := range ev.stubs {

@@ -27,6 +27,47 @@ func (s *Session) enqueue(msg []byte) {
 	}
 }
 
+// releaseDelay bounds how long a release queued by enqueueRelease waits
+// for another message to go out with.
+const releaseDelay = 5 * time.Millisecond
+
+// enqueueRelease queues a release without waking the writer: it goes out
+// with the next message, or after releaseDelay. A call's answer is
+// followed by its release, and the caller's next call a moment later; two
+// writes, and two wake-ups of the peer, become one. A release only lets
+// the peer free what it kept, so a few milliseconds' delay changes nothing
+// else. Caller holds s.mu.
+func (s *Session) enqueueRelease(msg []byte) {
+	if s.ended {
+		return
+	}
+	if abort := s.account(int64(len(msg))); abort != nil {
+		go abort()
+	}
+	s.outq = append(s.outq, msg)
+	if !s.releaseArmed {
+		s.releaseArmed = true
+		if s.releaseTimer == nil {
+			s.releaseTimer = time.AfterFunc(releaseDelay, s.flushReleases)
+		} else {
+			s.releaseTimer.Reset(releaseDelay)
+		}
+	}
+}
+
+// flushReleases wakes the writer for the releases still queued.
+func (s *Session) flushReleases() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.releaseArmed {
+		s.releaseArmed = false
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // writeFailGrace is how long a failed write waits for the reader to report
 // why the connection ended before the session ends with the write's error.
 const writeFailGrace = 250 * time.Millisecond
@@ -46,6 +87,11 @@ func (s *Session) writeLoop() {
 		}
 		batch := s.outq
 		s.outq = spare
+		if s.releaseArmed {
+			// The releases go out in this batch.
+			s.releaseArmed = false
+			s.releaseTimer.Stop()
+		}
 		closing, code, reason := s.closing, s.closeCode, s.closeReason
 		s.mu.Unlock()
 		if werr == nil && len(batch) > 0 {

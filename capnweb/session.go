@@ -95,6 +95,11 @@ type Session struct {
 	writeCancel context.CancelFunc
 	closeTimer  *time.Timer
 	main        *Stub
+	// releaseTimer wakes the writer for releases queued without waking it
+	// (enqueueRelease) when nothing else went out meanwhile;
+	// releaseArmed says it is set.
+	releaseTimer *time.Timer
+	releaseArmed bool
 
 	// parseScratch is the JSON parser's array scratch, reused from one
 	// message to the next; only the reading goroutine touches it.

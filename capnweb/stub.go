@@ -28,7 +28,12 @@ func (s *Stub) Call(ctx context.Context, method string, args ...any) (any, error
 	if method != "" {
 		path = []string{method}
 	}
-	p := s.InvokePath(path, args...)
+	if args == nil {
+		args = []any{}
+	}
+	// The call is awaited at once, so its pull goes out with its push: one
+	// write, and one wake-up of the peer, instead of two.
+	p := s.sess.pushPulled(s, nil, path, args, true, true)
 	v, err := p.Await(ctx)
 	if err != nil && ctx.Err() != nil && !p.settled() {
 		p.Release()
@@ -122,6 +127,12 @@ func rejected(s *Session, err error) *Promise {
 // unsettled promise, and returns the promise of its result; nil when the
 // promise's entry has been released (its result is then used locally).
 func (s *Session) push(st *Stub, base *importEntry, path []string, args []any, hasArgs bool) *Promise {
+	return s.pushPulled(st, base, path, args, hasArgs, false)
+}
+
+// pushPulled is push, which when pull is set also queues the result's pull
+// right behind the push, in the same batch of the writer.
+func (s *Session) pushPulled(st *Stub, base *importEntry, path []string, args []any, hasArgs, pull bool) *Promise {
 	s.mu.Lock()
 	if s.ended {
 		err := s.err
@@ -171,6 +182,10 @@ func (s *Session) push(st *Stub, base *importEntry, path []string, args []any, h
 	s.imports[ent.id] = ent
 	post := s.commit(e)
 	s.enqueue(e.buf)
+	if pull {
+		ent.pulled = true
+		s.enqueue(idMessage(`["pull",`, ent.id))
+	}
 	s.mu.Unlock()
 	runAll(post)
 	return &Promise{sess: s, ent: ent}
