@@ -58,6 +58,8 @@ type process struct {
 	baseRSS uint64
 	// table is the run table shared with the worker; nil outside Linux.
 	table *wire.Table
+	// stat is the worker's /proc stat file, open until it is reaped.
+	stat *statFile
 	// cpu is the CPU the worker is pinned to; -1: none.
 	cpu int
 }
@@ -139,6 +141,7 @@ func spawn(o *Options, spent func(time.Duration)) (*process, error) {
 		exited: make(chan struct{}),
 		dying:  make(chan struct{}),
 		stderr: newStderrLog(),
+		stat:   openStat(cmd.Process.Pid),
 	}
 	// The stderr and stdout readers must finish before Wait, which closes
 	// the pipes; Wait then reaps the process.
@@ -149,6 +152,7 @@ func spawn(o *Options, spent func(time.Duration)) (*process, error) {
 	go func() {
 		readers.Wait()
 		p.waitErr = cmd.Wait()
+		p.stat.close()
 		close(p.exited)
 	}()
 	// From here the page goes with the process: the start failures below
@@ -187,7 +191,7 @@ func spawn(o *Options, spent func(time.Duration)) (*process, error) {
 		}
 		p.rlimit = m.Ready.RlimitAS
 		p.confined = m.Ready.Confined
-		if st, ok := readStat(p.pid); ok {
+		if st, ok := p.stat.read(); ok {
 			p.baseRSS = st.rss
 		}
 		return p, nil

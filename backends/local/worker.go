@@ -295,7 +295,7 @@ func (w *worker) monitor() bool {
 	w.mu.Lock()
 	busy := len(w.byRun) > 0
 	w.mu.Unlock()
-	if st, ok := readStat(w.p.pid); ok {
+	if st, ok := w.p.stat.read(); ok {
 		w.pollCPU(st.cpu)
 		w.rss.Store(st.rss)
 		if st.rss > w.e.rssLimit(w.p) {

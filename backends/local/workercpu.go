@@ -36,7 +36,7 @@ func (w *worker) claimCPU(tenant string) {
 	w.cpu.mu.Lock()
 	defer w.cpu.mu.Unlock()
 	if !w.cpu.ended {
-		if st, ok := readStat(w.p.pid); ok {
+		if st, ok := w.p.stat.read(); ok {
 			w.chargeCPU(st.cpu)
 		}
 	}

@@ -38,7 +38,7 @@ const (
 	DefaultIdleTimeout        = Duration(60e9)
 	DefaultMaxUnauthenticated = connlimit.DefaultMaxUnauthenticated
 	// DescriptorsPerWorker is what the default descriptorReserve keeps
-	// for each worker process: its pipes, its gate page, and the ones it
+	// for each worker process: its pipes, its gate page, its stat file, and the ones it
 	// takes while it starts.
 	DescriptorsPerWorker = 8
 )

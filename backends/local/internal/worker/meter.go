@@ -400,11 +400,20 @@ func (m *meter) start(ctx context.Context, run uint64, clock sandbox.Clock, buil
 	// A hog's goroutine stays locked to its thread (whose priority cannot
 	// be raised again) until it ends, so a thread it was given is still
 	// its own; any other goroutine is locked to its thread for the piece.
-	tid := currentThread()
 	m.mu.Lock()
 	r := m.runs[run]
-	onHogThread := r != nil && r.hogTid != 0 && r.hogTid == tid
+	hogTid := 0
+	if r != nil {
+		hogTid = r.hogTid
+	}
 	m.mu.Unlock()
+	// Only a hog's goroutine asks which thread it is on before it locks
+	// one: a system call per piece saved for every other.
+	tid := 0
+	if hogTid != 0 {
+		tid = currentThread()
+	}
+	onHogThread := hogTid != 0 && hogTid == tid
 	p := &piece{run: r, clock: clock, hog: onHogThread, building: building}
 	if !onHogThread {
 		// A short piece takes one of the worker's few places first; a hog
