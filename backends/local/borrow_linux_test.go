@@ -92,7 +92,7 @@ func spinPids(t *testing.T, e *Executor, n int) []int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "spin 600\npid", Timeout: protocol.TimeoutOf(30000)}, protocol.Policy{Tenant: "t"})
+			res, err := e.ExecuteWith(context.Background(), &protocol.ExecuteRequest{Code: "spin 2000\npid", Timeout: protocol.TimeoutOf(30000)}, protocol.Policy{Tenant: "t"})
 			if err != nil || res.HasError {
 				t.Errorf("%+v, %v", res, err)
 				return
@@ -102,9 +102,32 @@ func spinPids(t *testing.T, e *Executor, n int) []int {
 			pids[i] = v[0]
 		}()
 		testutil.WaitFor(t, 10*time.Second, func() bool { return e.Stats().Runs == i+1 }, "run %d to start", i+1)
+		if i+1 < n {
+			// The pool packs runs onto a worker until it is busy: the next
+			// run starts once the spinners have made theirs so.
+			testutil.WaitFor(t, 10*time.Second, func() bool { return tenantBusy(e, "t") }, "the workers of run %d to be busy", i+1)
+		}
 	}
 	wg.Wait()
 	return pids
+}
+
+// tenantBusy reports whether every worker of tenant that hosts a run is
+// busy computing.
+func tenantBusy(e *Executor, tenant string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tp := e.pool.tenants[tenant]
+	if tp == nil {
+		return false
+	}
+	now := time.Now()
+	for _, w := range tp.workers {
+		if w.runs > 0 && !w.busy(now) {
+			return false
+		}
+	}
+	return true
 }
 
 // A tenant at the default share borrows a second worker process for its

@@ -21,9 +21,10 @@ import (
 //   - a tenant's CPU is its worker processes, at most its share's CPUSlots,
 //     and no tenant's program ever runs in another tenant's process;
 //   - an execution of a tenant with room in one of its workers starts at
-//     once, on the one with the fewest runs not waiting on their host; when
-//     all of those are busy and the share allows, it claims a warm spare so
-//     that it runs beside them rather than after them;
+//     once, on the first of them that is not busy computing (load.go), so
+//     that runs that mostly wait on their host pack onto few processes;
+//     when all of those are busy and the share allows, it claims a warm
+//     spare so that it runs beside them rather than after them;
 //   - an execution with no room waits in its tenant's queue, at most
 //     QueueBound of them, for at most QueueTimeout. When a worker process
 //     frees up (a spare warmed, an idle one stopped), it goes to the
@@ -166,13 +167,15 @@ func (e *Executor) giveUp(wt *waiter, err error) error {
 	return err
 }
 
-// placeLocked picks t's worker for one more execution: the one of t's with
-// room and the fewest runs not waiting on their host, or, when each of
-// those is busy and claim allows, a warm spare claimed for t within its
-// share. Nil when there is no room now.
+// placeLocked picks t's worker for one more execution: the first of t's
+// with room that is not busy (its own share's before borrowed ones), so
+// that runs pack onto few processes; when each is busy and claim allows, a
+// warm spare claimed for t within its share; else the one with room and
+// the fewest runs not waiting on their host. Nil when there is no room now.
 func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
-	var best *worker
+	var best, open *worker
 	var stale []*worker
+	now := time.Now()
 	// Whether t has the group to itself matters only to borrowed workers
 	// and to borrowing; it costs a pass over the tenants, so it is asked
 	// only then.
@@ -197,12 +200,15 @@ func (e *Executor) placeLocked(t *tenantPool, claim bool) *worker {
 		if best == nil || w.active() < best.active() || (w.active() == best.active() && best.borrowed && !w.borrowed) {
 			best = w
 		}
+		if !w.busy(now) && (open == nil || (open.borrowed && !w.borrowed)) {
+			open = w
+		}
 	}
 	for _, w := range stale {
 		e.retireLocked(w)
 	}
-	if best != nil && best.active() == 0 {
-		return best
+	if open != nil {
+		return open
 	}
 	if claim && len(e.pool.spares) > 0 {
 		share := e.opts.shareOf(t.name)
@@ -263,6 +269,15 @@ func (e *Executor) roomLocked(w *worker) bool {
 	// A worker near its memory takes nothing new; its runs may still grow.
 	full := w.p.baseRSS + uint64(e.opts.WorkerMemoryMB)<<20*3/4
 	return w.rss.Load() < full
+}
+
+// busy reports whether w computes enough that another run placed on it
+// would wait for its CPU: it has runs computing, and one of its runs is a
+// hog (computing on), or its CPU load is past busyLoad, or busyRuns of its
+// runs compute at once.
+func (w *worker) busy(now time.Time) bool {
+	a := w.active()
+	return a > 0 && (w.hogs.Load() > 0 || a >= busyRuns || w.load.value(now) >= busyLoad)
 }
 
 // active is how many of w's runs may be executing or waiting to: neither

@@ -30,6 +30,10 @@ type run struct {
 	heldCtx    context.Context
 	heldCancel context.CancelFunc
 
+	// hog: the worker reported the run computing past its slice; guarded
+	// by w.mu.
+	hog bool
+
 	done  chan runOutcome // buffered: the outcome, once
 	state atomic.Int32    // runRunning, runSettled or runAbandoned
 	// cancelledAt is when the caller gave up (wire.MonoNow), 0 before.

@@ -36,6 +36,8 @@ type worker struct {
 	abandoned atomic.Int32  // runs whose caller gave up, still on their way out
 	rss       atomic.Uint64 // the last RSS read
 	cpu       workerCPU     // the CPU it burned, by tenant
+	load      cpuLoad       // the share of a CPU it computed lately
+	hogs      atomic.Int32  // runs on it the worker reported hogs (run.hog)
 
 	mu     sync.Mutex
 	byRun  map[uint64]*run
@@ -126,7 +128,22 @@ func (w *worker) forget(r *run) bool {
 		return false
 	}
 	delete(w.byRun, r.id)
+	if r.hog {
+		w.hogs.Add(-1)
+	}
 	return true
+}
+
+// markHog counts run id, when it is still here, among the worker's hogs:
+// a run that computes on, which makes the worker busy (load.go) for as
+// long as it is here.
+func (w *worker) markHog(id uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r := w.byRun[id]; r != nil && !r.hog {
+		r.hog = true
+		w.hogs.Add(1)
+	}
 }
 
 // lookup is the run with id on this worker, or nil when it is not here.
@@ -190,8 +207,9 @@ func (w *worker) watch() {
 // nothing after it can be trusted.
 func (w *worker) frame(m *wire.Message) {
 	if m.Kind == wire.KindHog {
-		// About a thread, not a run: the run may have ended since.
+		// About a thread; its run may have ended since.
 		w.lowerHog(m.TID)
+		w.markHog(m.Run)
 		return
 	}
 	r := w.lookup(m.Run)
@@ -297,6 +315,7 @@ func (w *worker) monitor() bool {
 	w.mu.Unlock()
 	if st, ok := w.p.stat.read(); ok {
 		w.pollCPU(st.cpu)
+		w.load.observe(time.Now(), st.cpu)
 		w.rss.Store(st.rss)
 		if st.rss > w.e.rssLimit(w.p) {
 			w.kill(killMemory, w.heaviest())
