@@ -175,23 +175,33 @@ func (b *batchRecorder) WriteMessages(ctx context.Context, msgs [][]byte) error 
 	return nil
 }
 
-// A call awaited at once (Stub.Call) sends its push and its pull in one
-// batch of the writer, so that they reach the network in one write.
-func TestCallSendsItsPushAndPullTogether(t *testing.T) {
+// echoOverRecorder connects a client whose writes rec records to a server
+// with an echo method, and makes calls calls of it, pausing pause after
+// each.
+func echoOverRecorder(t *testing.T, calls int, pause time.Duration) (server *Session, rec *batchRecorder) {
+	t.Helper()
 	a, b := Pipe()
-	rec := &batchRecorder{Transport: b}
-	server := NewSession(a, Methods{"echo": func(_ context.Context, args []any) (any, error) { return args[0], nil }}, Options{})
+	rec = &batchRecorder{Transport: b}
+	server = NewSession(a, Methods{"echo": func(_ context.Context, args []any) (any, error) { return args[0], nil }}, Options{})
 	client := NewSession(rec, nil, Options{})
 	t.Cleanup(func() {
 		client.Close()
 		server.Close()
 	})
 	ctx := ctx10(t)
-	for i := range 20 {
+	for i := range calls {
 		if v, err := client.Main().Call(ctx, "echo", float64(i)); err != nil || v != float64(i) {
 			t.Fatalf("call %d = %v, %v", i, v, err)
 		}
+		time.Sleep(pause)
 	}
+	return server, rec
+}
+
+// A call awaited at once (Stub.Call) sends its push and its pull in one
+// batch of the writer, so that they reach the network in one write.
+func TestCallSendsItsPushAndPullTogether(t *testing.T) {
+	_, rec := echoOverRecorder(t, 20, 0)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	pushes := 0
@@ -216,24 +226,10 @@ func TestCallSendsItsPushAndPullTogether(t *testing.T) {
 // The release that follows a call's answer waits for the next message to
 // go out with it: the caller's next call takes it along in one batch.
 func TestReleaseGoesOutWithTheNextCall(t *testing.T) {
-	a, b := Pipe()
-	rec := &batchRecorder{Transport: b}
-	server := NewSession(a, Methods{"echo": func(_ context.Context, args []any) (any, error) { return args[0], nil }}, Options{})
-	client := NewSession(rec, nil, Options{})
-	t.Cleanup(func() {
-		client.Close()
-		server.Close()
-	})
-	ctx := ctx10(t)
+	// A millisecond between calls is time enough for the writer to send a
+	// release it was woken for, well inside releaseDelay.
 	const calls = 20
-	for i := range calls {
-		if v, err := client.Main().Call(ctx, "echo", float64(i)); err != nil || v != float64(i) {
-			t.Fatalf("call %d = %v, %v", i, v, err)
-		}
-		// Time enough for the writer to send a release it was woken for,
-		// well inside releaseDelay.
-		time.Sleep(time.Millisecond)
-	}
+	server, rec := echoOverRecorder(t, calls, time.Millisecond)
 	// The last release goes out on its own after releaseDelay: the
 	// server's table is back to its main export.
 	waitStats(t, server, Stats{Imports: 1, Exports: 1})

@@ -12,8 +12,20 @@ import (
 
 // enqueue queues one message for the writer. Caller holds s.mu.
 func (s *Session) enqueue(msg []byte) {
-	if s.ended {
+	if !s.queue(msg) {
 		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// queue appends msg to the writer's queue without waking it; false when
+// the session has ended. Caller holds s.mu.
+func (s *Session) queue(msg []byte) bool {
+	if s.ended {
+		return false
 	}
 	// Messages waiting for the writer count until written; an abort this
 	// picks runs on its own, since the caller holds s.mu.
@@ -21,10 +33,7 @@ func (s *Session) enqueue(msg []byte) {
 		go abort()
 	}
 	s.outq = append(s.outq, msg)
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	return true
 }
 
 // releaseDelay bounds how long a release queued by enqueueRelease waits
@@ -38,13 +47,9 @@ const releaseDelay = 5 * time.Millisecond
 // the peer free what it kept, so a few milliseconds' delay changes nothing
 // else. Caller holds s.mu.
 func (s *Session) enqueueRelease(msg []byte) {
-	if s.ended {
+	if !s.queue(msg) {
 		return
 	}
-	if abort := s.account(int64(len(msg))); abort != nil {
-		go abort()
-	}
-	s.outq = append(s.outq, msg)
 	if !s.releaseArmed {
 		s.releaseArmed = true
 		if s.releaseTimer == nil {
