@@ -53,13 +53,8 @@ const (
 	copyRate        = 32 << 20 // bytes a second
 	// reserveWait bounds how long a built-in's reservation waits for a
 	// confirmation: a run blocked there is still executing to the parent,
-	// whose kill grace (500 ms by default) must not pass meanwhile. It
-	// waits longer, up to reserveWaitMax, while its piece's deadline is
-	// further away: the parent's grace starts only there, and a collection
-	// on a loaded machine took more than 250 ms, failing an honest run
-	// that churned buffers of half its limit with the memory text.
-	reserveWait    = 250 * time.Millisecond
-	reserveWaitMax = 2 * time.Second
+	// whose kill grace (500 ms by default) must not pass meanwhile.
+	reserveWait = 250 * time.Millisecond
 	// confirmEvery spaces the collections that confirm an estimate past a
 	// limit: an estimate counts garbage, and a worker near its memory must
 	// not collect on every step.
@@ -341,7 +336,7 @@ func (m *meter) chargeByNameLocked(run uint64, n int64) {
 func (m *meter) reserve(run uint64, n int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	asked, giveUp := m.starts, m.reserveGiveUpLocked(run, wire.MonoNow())
+	asked, giveUp := m.starts, wire.MonoNow()+int64(reserveWait)
 	for {
 		r := m.runs[run]
 		if r == nil {
@@ -379,24 +374,6 @@ func (m *meter) reserve(run uint64, n int64) bool {
 		m.settled.Wait()
 		t.Stop()
 	}
-}
-
-// reserveGiveUpLocked is when a reservation of run, asked at now, stops
-// waiting for a confirmation: after reserveWait, or later, as late as its
-// piece's deadline within reserveWaitMax. m.mu is held.
-func (m *meter) reserveGiveUpLocked(run uint64, now int64) int64 {
-	giveUp := now + int64(reserveWait)
-	r := m.runs[run]
-	if r == nil {
-		return giveUp
-	}
-	var deadline int64
-	for p := range m.pieces {
-		if p.run == r && p.deadline != 0 && (deadline == 0 || p.deadline < deadline) {
-			deadline = p.deadline
-		}
-	}
-	return max(giveUp, min(deadline, now+int64(reserveWaitMax)))
 }
 
 // wake wakes the reservations waiting for a confirmation.

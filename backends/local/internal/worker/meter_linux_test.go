@@ -386,27 +386,3 @@ func TestBuildingARuntimeMakesNoHog(t *testing.T) {
 		t.Fatalf("the run was billed %v for building its runtime, want at least %v", cpu, 3*hogSlice)
 	}
 }
-
-// A reservation waits for a confirmation at least reserveWait, and as long
-// as its piece's deadline allows (the parent's kill grace starts there),
-// at most reserveWaitMax.
-func TestReservationWaitsAsLongAsItsDeadlineAllows(t *testing.T) {
-	m := &meter{runs: map[uint64]*meteredRun{}, pieces: map[*piece]struct{}{}}
-	r := &meteredRun{}
-	m.runs[7] = r
-	now := int64(1e12)
-	if got, want := m.reserveGiveUpLocked(7, now), now+int64(reserveWait); got != want {
-		t.Fatalf("with no piece in flight: %v after the ask, want %v", time.Duration(got-now), reserveWait)
-	}
-	for _, c := range []struct{ deadline, want time.Duration }{
-		{100 * time.Millisecond, reserveWait},
-		{time.Second, time.Second},
-		{10 * time.Second, reserveWaitMax},
-	} {
-		p := &piece{run: r, deadline: now + int64(c.deadline)}
-		m.pieces = map[*piece]struct{}{p: {}, {run: &meteredRun{}, deadline: now + int64(time.Hour)}: {}}
-		if got := m.reserveGiveUpLocked(7, now); got != now+int64(c.want) {
-			t.Errorf("a piece due in %v: gives up %v after the ask, want %v", c.deadline, time.Duration(got-now), c.want)
-		}
-	}
-}
