@@ -24,16 +24,9 @@ type Stub struct {
 // as for a callback) and waits for the result. Stubs in the result belong
 // to the caller. If ctx ends first the result is given up.
 func (s *Stub) Call(ctx context.Context, method string, args ...any) (any, error) {
-	var path []string
-	if method != "" {
-		path = []string{method}
-	}
-	if args == nil {
-		args = []any{}
-	}
 	// The call is awaited at once, so its pull goes out with its push: one
 	// write, and one wake-up of the peer, instead of two.
-	p := s.sess.pushPulled(s, nil, path, args, true, true)
+	p := s.invoke(methodPath(method), args, true)
 	v, err := p.Await(ctx)
 	if err != nil && ctx.Err() != nil && !p.settled() {
 		p.Release()
@@ -61,10 +54,16 @@ func methodPath(method string) []string {
 // InvokePath calls the function found at path (an empty path calls the
 // stub itself).
 func (s *Stub) InvokePath(path []string, args ...any) *Promise {
+	return s.invoke(path, args, false)
+}
+
+// invoke pushes a call of the function at path, its pull with it when pull
+// is set.
+func (s *Stub) invoke(path []string, args []any, pull bool) *Promise {
 	if args == nil {
 		args = []any{}
 	}
-	return s.sess.push(s, nil, path, args, true)
+	return s.sess.pushPulled(s, nil, path, args, true, pull)
 }
 
 // Get returns a promise for the property at path.

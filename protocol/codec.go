@@ -68,12 +68,8 @@ type ArrayBufferView []byte
 // Values nested deeper than 10000 levels, cyclic values included, fail.
 func StringifyForDispatch(v any) (string, error) {
 	e := encoder{}
-	ok, err := e.value(v, 0)
-	if err != nil {
+	if err := e.top(v); err != nil {
 		return "", err
-	}
-	if !ok {
-		return "", errUndefinedTop
 	}
 	return string(e.buf), nil
 }
@@ -90,12 +86,8 @@ func DispatchSize(v any) (int, error) {
 		e.buf = e.buf[:0]
 		sizeEncoders.Put(e)
 	}()
-	ok, err := e.value(v, 0)
-	if err != nil {
+	if err := e.top(v); err != nil {
 		return 0, err
-	}
-	if !ok {
-		return 0, errUndefinedTop
 	}
 	return len(e.buf), nil
 }
@@ -105,6 +97,19 @@ func DispatchSize(v any) (int, error) {
 var sizeEncoders = sync.Pool{New: func() any { return &encoder{} }}
 
 const sizeEncoderKeepMax = 64 << 10
+
+// top writes v as a whole message: a value JSON cannot write at the top
+// (undefined, a function) is an error, not nothing.
+func (e *encoder) top(v any) error {
+	ok, err := e.value(v, 0)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errUndefinedTop
+	}
+	return nil
+}
 
 var errUndefinedTop = errors.New("protocol: the value is undefined (or a function), which JSON cannot write")
 
