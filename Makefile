@@ -55,7 +55,7 @@ TEST_GATEWAY := bin/gateway-test
 test: vet interop-deps e2e-deps client-test-deps
 	$(GO) build -o $(TEST_GATEWAY) ./cmd/gateway
 	CODEMODE_TEST_GATEWAY=$(CURDIR)/$(TEST_GATEWAY) VET=off \
-	  $(MAKE) --no-print-directory -j6 --output-sync=line client-test-run go-test deploy-test
+	  $(MAKE) --no-print-directory -j4 --output-sync=line client-test-run go-test deploy-test
 
 .PHONY: go-test go-test-race sandbox-test deploy-test client-test-run
 # Every Go test of the module: go-test-race runs all packages but the
