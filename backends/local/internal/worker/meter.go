@@ -53,7 +53,13 @@ const (
 	copyRate        = 32 << 20 // bytes a second
 	// reserveWait bounds how long a built-in's reservation waits for a
 	// confirmation: a run blocked there is still executing to the parent,
-	// whose kill grace (500 ms by default) must not pass meanwhile.
+	// whose kill grace (500 ms by default) must not pass meanwhile. One
+	// that does not come in time (a collection slowed by a loaded machine)
+	// lets the allocation go: the estimate may be garbage, and an honest
+	// run must not get the memory text for a slow collection. The run is
+	// then past its limit by at most the allocation (no more than the
+	// limit: a larger one is refused at once), until the confirmation
+	// under way settles and cancels it if it is.
 	reserveWait = 250 * time.Millisecond
 	// confirmEvery spaces the collections that confirm an estimate past a
 	// limit: an estimate counts garbage, and a worker near its memory must
@@ -332,7 +338,8 @@ func (m *meter) chargeByNameLocked(run uint64, n int64) {
 // has confirmed what it holds, the run is cancelled with the memory text and
 // reserve reports false. Nothing is charged here: the allocation, when it
 // comes, is. While it waits for the confirmation the run allocates nothing
-// more, so the collection sees it as it is.
+// more, so the collection sees it as it is; one that does not come within
+// reserveWait lets the allocation go.
 func (m *meter) reserve(run uint64, n int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -349,12 +356,14 @@ func (m *meter) reserve(run uint64, n int64) bool {
 		if m.ledger.estimate(run)+n <= limit {
 			return true
 		}
-		// The estimate counts garbage until a collection says otherwise;
-		// one that does not come within reserveWait leaves it standing.
+		// The estimate counts garbage until a collection says otherwise.
 		now := wire.MonoNow()
-		if n > limit || m.settledStart > asked || now >= giveUp {
+		if n > limit || m.settledStart > asked {
 			m.cancelLocked(r)
 			return false
+		}
+		if now >= giveUp {
+			return true
 		}
 		// A confirmation beside a hog runs on a goroutine of its own, and
 		// a cancel wakes the run waiting for it at once: a run held past

@@ -318,6 +318,39 @@ func TestMeterReserve(t *testing.T) {
 	}
 }
 
+// A reservation whose confirmation does not come within reserveWait (a
+// collection slowed by a loaded machine) lets the allocation go rather than
+// give an honest run the memory text for garbage it no longer holds; the
+// confirmation, once it settles, still decides.
+func TestMeterReserveLetsGoWhenNoConfirmationComes(t *testing.T) {
+	m := newTestMeter(t)
+	var cause error
+	m.add(1, 32, time.Minute, func(err error) { cause = err })
+	// 30 MiB charged by name: an estimate no collection has checked.
+	m.charge(1, 30<<20)
+	// A confirmation under way that never settles.
+	m.mu.Lock()
+	m.confirming = true
+	m.mu.Unlock()
+	start := time.Now()
+	if !m.reserve(1, 20<<20) {
+		t.Fatalf("20 MiB refused with no confirmation (estimate %d MiB): %v", m.ledger.estimate(1)>>20, cause)
+	}
+	if waited := time.Since(start); waited < reserveWait {
+		t.Fatalf("the reservation let go after %v, before reserveWait", waited)
+	}
+	if m.overLimit(1) || cause != nil {
+		t.Fatalf("a run past its estimate but unconfirmed was cancelled: %v", cause)
+	}
+	// An allocation past the whole limit needs no confirmation.
+	if m.reserve(1, 40<<20) {
+		t.Fatal("40 MiB past a 32 MiB limit allowed")
+	}
+	if cause == nil || cause.Error() != protocol.NewMemoryLimitError(32).Error() {
+		t.Fatalf("cancelled with %v, want the memory text", cause)
+	}
+}
+
 // Hogs found one by one change GOMAXPROCS, which stops the world, only as
 // their number doubles, and give processors back only once a quarter of the
 // grant is left: 32 hogs cost 6 changes, not 32.
