@@ -49,7 +49,7 @@ func TestWaitFor(t *testing.T) {
 	msg = failure(t, func(tb testing.TB) {
 		WaitFor(tb, 50*time.Millisecond, func() bool { return false }, "the %s", "impossible")
 	})
-	if want := "not within 50ms: the impossible"; msg != want {
+	if want := "not within 150ms: the impossible"; msg != want {
 		t.Errorf("a condition that never comes true: %q, want %q", msg, want)
 	}
 }
@@ -65,7 +65,7 @@ func TestWaitBroken(t *testing.T) {
 	if msg, want := failure(t, func(tb testing.TB) { WaitBroken(tb, other, time.Second, "the call") }), "the call failed with no, want CONNECTION_BROKEN"; msg != want {
 		t.Errorf("another error: %q, want %q", msg, want)
 	}
-	if msg, want := failure(t, func(tb testing.TB) { WaitBroken(tb, make(chan error), 50*time.Millisecond, "the call") }), "the call did not fail within 50ms"; msg != want {
+	if msg, want := failure(t, func(tb testing.TB) { WaitBroken(tb, make(chan error), 50*time.Millisecond, "the call") }), "the call did not fail within 150ms"; msg != want {
 		t.Errorf("no error: %q, want %q", msg, want)
 	}
 }
