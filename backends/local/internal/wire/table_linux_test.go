@@ -76,3 +76,21 @@ func TestTableCannotBeResizedByTheWorker(t *testing.T) {
 		t.Fatalf("slot 1 after the attempts: %+v", got)
 	}
 }
+
+// MonoNow reads CLOCK_MONOTONIC, the clock the parent and its workers
+// share, without a system call: what it reads lies between two readings
+// of the clock itself around it.
+func TestMonoNowIsClockMonotonic(t *testing.T) {
+	for range 1000 {
+		var before, after unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &before); err != nil {
+			t.Fatal(err)
+		}
+		now := MonoNow()
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &after)
+		// A microsecond each side for the offset's one-off rounding.
+		if now < before.Nano()-1000 || now > after.Nano()+1000 {
+			t.Fatalf("MonoNow %d outside [%d, %d]", now, before.Nano(), after.Nano())
+		}
+	}
+}
