@@ -15,11 +15,15 @@ type heapLedger struct {
 	small, large *memLedger
 	limits       map[uint64]int64
 	peaks        map[uint64]int64
+	// overs are the runs whose estimate is past their limit, kept as the
+	// estimates change: a step asks at every piece's start and end, and a
+	// worker may host a thousand runs.
+	overs map[uint64]struct{}
 }
 
 func newHeapLedger(base int64) *heapLedger {
 	return &heapLedger{small: newMemLedger(base), large: newMemLedger(0),
-		limits: map[uint64]int64{}, peaks: map[uint64]int64{}}
+		limits: map[uint64]int64{}, peaks: map[uint64]int64{}, overs: map[uint64]struct{}{}}
 }
 
 // add opens a run's account.
@@ -35,6 +39,7 @@ func (l *heapLedger) end(run uint64) {
 	l.large.end(run)
 	delete(l.limits, run)
 	delete(l.peaks, run)
+	delete(l.overs, run)
 }
 
 // charge records small and large bytes allocated for run (0, or a run
@@ -66,9 +71,15 @@ func (l *heapLedger) adopt(run uint64, n int64) {
 	l.notePeak(run)
 }
 
+// notePeak records run's estimate after it grew: its peak, and whether it
+// is past its limit.
 func (l *heapLedger) notePeak(run uint64) {
-	if _, ok := l.limits[run]; ok {
-		l.peaks[run] = max(l.peaks[run], l.estimate(run))
+	if limit, ok := l.limits[run]; ok {
+		e := l.estimate(run)
+		l.peaks[run] = max(l.peaks[run], e)
+		if e > limit {
+			l.overs[run] = struct{}{}
+		}
 	}
 }
 
@@ -82,19 +93,27 @@ func (l *heapLedger) peakOf(run uint64) int64 { return l.peaks[run] }
 
 // over lists the runs whose estimate is past their limit.
 func (l *heapLedger) over() []uint64 {
-	var out []uint64
-	for run, limit := range l.limits {
-		if l.estimate(run) > limit {
-			out = append(out, run)
-		}
+	if len(l.overs) == 0 {
+		return nil
+	}
+	out := make([]uint64, 0, len(l.overs))
+	for run := range l.overs {
+		out = append(out, run)
 	}
 	return out
 }
 
-// correct reconciles each ledger with its part of the live heap.
+// correct reconciles each ledger with its part of the live heap. An
+// estimate falls only here, so only here may a run leave the overs.
 func (l *heapLedger) correct(liveSmall, liveLarge int64) {
 	l.small.correct(liveSmall)
 	l.large.correct(liveLarge)
+	clear(l.overs)
+	for run, limit := range l.limits {
+		if l.estimate(run) > limit {
+			l.overs[run] = struct{}{}
+		}
+	}
 }
 
 // total is every byte both ledgers hold.

@@ -27,6 +27,7 @@ type memLedger struct {
 	base      int64 // the worker's own live memory: runtimes prepared ahead, caches
 	baseYoung int64 // allocated outside any run since the last correction
 	dying     int64 // what ended runs held, not yet seen freed
+	held      int64 // the runs' estimates together, kept as they change
 	runs      map[uint64]*memCharge
 }
 
@@ -51,6 +52,7 @@ func (l *memLedger) add(run uint64, limit int64) {
 func (l *memLedger) end(run uint64) {
 	if c := l.runs[run]; c != nil {
 		l.dying += c.old + c.young
+		l.held -= c.old + c.young
 		delete(l.runs, run)
 	}
 }
@@ -63,6 +65,7 @@ func (l *memLedger) charge(run uint64, n int64) {
 	}
 	if c := l.runs[run]; c != nil {
 		c.young += n
+		l.held += n
 		return
 	}
 	l.baseYoung += n
@@ -78,6 +81,7 @@ func (l *memLedger) adopt(run uint64, n int64) {
 	n = min(n, l.base)
 	l.base -= n
 	c.old += n
+	l.held += n
 }
 
 // estimate is run's estimated memory: live at the last correction plus
@@ -90,13 +94,10 @@ func (l *memLedger) estimate(run uint64) int64 {
 }
 
 // total is every byte the ledger holds: the worker's own, what ended runs
-// left, and every run's estimate.
+// left, and every run's estimate. It is asked at every step, so it reads a
+// sum kept as the estimates change rather than visit every run.
 func (l *memLedger) total() int64 {
-	t := l.base + l.baseYoung + l.dying
-	for _, c := range l.runs {
-		t += c.old + c.young
-	}
-	return t
+	return l.base + l.baseYoung + l.dying + l.held
 }
 
 // growth is how much run's live memory grew since markGrowth, read after
@@ -113,17 +114,6 @@ func (l *memLedger) markGrowth() {
 	for _, c := range l.runs {
 		c.mark = c.old
 	}
-}
-
-// over lists the runs whose estimate is past their limit.
-func (l *memLedger) over() []uint64 {
-	var out []uint64
-	for id, c := range l.runs {
-		if c.old+c.young > c.limit {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // correct reconciles the ledger with live, the heap a collection found
@@ -156,9 +146,11 @@ func (l *memLedger) correct(live int64) {
 	fromOld := min(freed, old)
 	freed -= fromOld
 	keepYoung, keepOld := keep(young, fromYoung), keep(old, fromOld)
+	l.held = 0
 	for _, c := range l.runs {
 		c.old = scale(c.old, keepOld) + scale(c.young, keepYoung)
 		c.young = 0
+		l.held += c.old
 	}
 	l.base += scale(l.baseYoung, keepYoung)
 	l.baseYoung = 0

@@ -115,7 +115,10 @@ type meter struct {
 	mu     sync.Mutex
 	ledger *heapLedger
 	runs   map[uint64]*meteredRun
-	pieces map[*piece]struct{}
+	// cancelled are the runs cancelled for their memory and not yet
+	// removed: pastWorkerLine leaves them out at every step.
+	cancelled map[uint64]*meteredRun
+	pieces    map[*piece]struct{}
 	// departed are pieces that ended since the last step, their last CPU
 	// read at their end: the next step accounts them with the rest.
 	departed  []*piece
@@ -219,6 +222,7 @@ func newMeter(table *wire.Table, base int64, baseProcs int) *meter {
 		onHog:     func(uint64, int) {},
 		ledger:    newHeapLedger(base),
 		runs:      map[uint64]*meteredRun{},
+		cancelled: map[uint64]*meteredRun{},
 		pieces:    map[*piece]struct{}{},
 		baseProcs: baseProcs,
 		procs:     make(chan int, 1),
@@ -275,6 +279,7 @@ func (m *meter) remove(run uint64) int64 {
 		r.slot = -1
 	}
 	delete(m.runs, run)
+	delete(m.cancelled, run)
 	m.ledger.end(run)
 	return held
 }
@@ -1021,10 +1026,8 @@ func (m *meter) pastWorkerLine() bool {
 		return false
 	}
 	t := m.ledger.total() - m.ledger.dying()
-	for _, r := range m.runs {
-		if r.overLimit {
-			t -= m.ledger.estimate(r.id)
-		}
+	for id := range m.cancelled {
+		t -= m.ledger.estimate(id)
 	}
 	return t > m.workerLine
 }
@@ -1073,6 +1076,7 @@ func (m *meter) cancelLocked(r *meteredRun) { m.cancelCopyingLocked(r, 0) }
 func (m *meter) cancelCopyingLocked(r *meteredRun, copying int64) {
 	m.settled.Broadcast() // a reservation of r waiting for a confirmation
 	r.overLimit = true
+	m.cancelled[r.id] = r
 	r.cancel(protocol.NewMemoryLimitError(r.limitMB))
 	if r.interrupt != nil {
 		// Now, not from the context's goroutine: see sandbox.InterruptHost.
