@@ -133,10 +133,25 @@ func (b *MemoryBudget) topLocked() (*Session, int64) {
 	return top, most
 }
 
-// charge adds n bytes (negative: gives them back) to what s holds. When a
-// charge takes the budget past its bound it returns the session that holds
-// the most, to be aborted, and how much it holds.
+// charge adds n bytes (negative: gives them back, garbage now) to what s
+// holds. When a charge takes the budget past its bound it returns the
+// session that holds the most, to be aborted, and how much it holds.
 func (b *MemoryBudget) charge(s *Session, n int64) (*Session, int64) {
+	return b.change(s, n, true)
+}
+
+// unreserve gives back n bytes reserved for a read that the message read
+// did not fill: room, never memory, so nothing for a collection to find.
+// Counted as garbage, each small message's unused reservation (three times
+// the largest message) asked for a collection every few dozen reads: on a
+// load of tool calls the gateway collected forty times a second.
+func (b *MemoryBudget) unreserve(s *Session, n int64) {
+	b.change(s, -n, false)
+}
+
+// change is charge, and for bytes given back, garbage says whether they
+// count toward the next collection.
+func (b *MemoryBudget) change(s *Session, n int64, garbage bool) (*Session, int64) {
 	if b == nil || n == 0 {
 		return nil, 0
 	}
@@ -153,8 +168,10 @@ func (b *MemoryBudget) charge(s *Session, n int64) (*Session, int64) {
 			close(b.gaveBack)
 			b.gaveBack = nil
 		}
-		b.freed -= n
-		b.collectLocked()
+		if garbage {
+			b.freed -= n
+			b.collectLocked()
+		}
 	}
 	if n < 0 || b.used <= b.limit {
 		return nil, 0
@@ -272,7 +289,7 @@ func (s *Session) returnReserved() {
 	n := s.reserved
 	s.reserved = 0
 	s.mu.Unlock()
-	s.opts.Memory.charge(s, -n)
+	s.opts.Memory.unreserve(s, n)
 }
 
 // releaseAll gives back everything the session holds; at its end. Caller

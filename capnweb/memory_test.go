@@ -121,3 +121,38 @@ func TestMemoryBudgetCollectsWhatWasGivenBack(t *testing.T) {
 		t.Fatalf("%d bytes given back still counted after the collection", b.freed)
 	}
 }
+
+// TestReadingSmallMessagesAsksForNoCollection: each read over a WebSocket
+// reserves room for the largest message, and what the message read did not
+// fill is given back; that room was never memory, so a session answering
+// hundreds of small calls makes the budget ask for no collection. (It asked
+// for one every few dozen reads, forty a second on a load of tool calls.)
+func TestReadingSmallMessagesAsksForNoCollection(t *testing.T) {
+	budget := NewMemoryBudget(64 << 20)
+	main := Methods{"echo": func(_ context.Context, args []any) (any, error) { return args[0], nil }}
+	url, _ := wsServer(t, main, Options{Memory: budget})
+	ctx := ctx10(t)
+	client := wsDial(t, ctx, url)
+	forced := func() uint32 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.NumForcedGC
+	}
+	before := forced()
+	// 500 calls are 500 reads at least, each reserving over 3 MiB: as
+	// garbage given back, 1.5 GiB, a collection for every 16 MiB.
+	for i := range 500 {
+		if v, err := client.Main().Call(ctx, "echo", float64(i)); err != nil || v != float64(i) {
+			t.Fatalf("call %d: %v, %v", i, v, err)
+		}
+	}
+	if n := forced() - before; n != 0 {
+		t.Fatalf("500 small calls made the budget ask for %d collections", n)
+	}
+	budget.mu.Lock()
+	freed := budget.freed
+	budget.mu.Unlock()
+	if freed > 1<<20 {
+		t.Fatalf("500 small calls counted %d bytes as garbage given back", freed)
+	}
+}
