@@ -43,6 +43,9 @@ func ServeIfRequested(run RunFunc) {
 	if os.Getenv(wire.WorkerEnv) != wire.WorkerEnvValue {
 		return
 	}
+	// Before the threads runs will hold are made. A worker that cannot
+	// shrink them is the worker it was, its address space the bound.
+	_ = smallThreadStacks()
 	closeInherited()
 	in, out := os.Stdin, claimStdout()
 	os.Exit(serveWorkerWith(in, out, run, wire.OpenTable()))

@@ -1,0 +1,66 @@
+package worker
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A thread takes little of a worker's address space, however the worker was
+// built: each run computing on holds a thread, and a worker sets its own
+// address-space limit. With cgo's default (pthread's 8 MiB stacks) 32
+// threads took 256 MiB and more.
+func TestThreadsTakeLittleAddressSpace(t *testing.T) {
+	if err := smallThreadStacks(); err != nil {
+		t.Fatal(err)
+	}
+	const threads = 32
+	before := addressSpace(t)
+	var started sync.WaitGroup
+	release := make(chan struct{})
+	var ended sync.WaitGroup
+	for range threads {
+		started.Add(1)
+		ended.Add(1)
+		go func() {
+			defer ended.Done()
+			// Locked and blocked, each holds a thread of its own, as a
+			// hog's piece does.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			started.Done()
+			<-release
+		}()
+	}
+	started.Wait()
+	grew := addressSpace(t) - before
+	close(release)
+	ended.Wait()
+	t.Logf("%d threads grew the address space by %d KiB", threads, grew>>10)
+	if limit := int64(threads) * 2 * threadStack; grew > limit {
+		t.Fatalf("%d threads grew the address space by %d MiB, more than %d MiB", threads, grew>>20, limit>>20)
+	}
+}
+
+// addressSpace is the process's address space (VmSize) in bytes.
+func addressSpace(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmSize in /proc/self/status")
+	return 0
+}
