@@ -1,9 +1,7 @@
 package worker
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,56 +12,27 @@ import (
 // A thread takes little of a worker's address space, however the worker was
 // built: each run computing on holds a thread, and a worker sets its own
 // address-space limit. With cgo's defaults (pthread's 8 MiB stacks, an
-// allocator arena of 64 MiB a thread) 32 threads took 960 MiB. The threads
-// are made in a process of their own (this test binary again), where no
-// other test's heap grows meanwhile.
+// allocator arena of 64 MiB a thread) 32 threads took 960 MiB. It runs
+// alone: another test's heap growing meanwhile grew the address space by
+// hundreds of MiB.
 func TestThreadsTakeLittleAddressSpace(t *testing.T) {
-	const threads = 32
-	if os.Getenv(threadsChildEnv) != "" {
-		fmt.Printf("grew %d\n", threadsGrowth(t, threads))
+	if !alone(t) {
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestThreadsTakeLittleAddressSpace$", "-test.count=1")
-	cmd.Env = append(os.Environ(), threadsChildEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	grew, found := int64(0), false
-	for line := range strings.Lines(string(out)) {
-		if _, err := fmt.Sscanf(line, "grew %d", &grew); err == nil {
-			found = true
-			break
-		}
-	}
-	if !found {
-		t.Fatalf("the child process said nothing of its threads: %s", out)
-	}
-	t.Logf("%d threads grew the address space by %d KiB", threads, grew>>10)
-	if limit := int64(threads) * 2 * threadStack; grew > limit {
-		t.Fatalf("%d threads grew the address space by %d MiB, more than %d MiB", threads, grew>>20, limit>>20)
-	}
-}
-
-// threadsChildEnv marks the process TestThreadsTakeLittleAddressSpace
-// makes its threads in.
-const threadsChildEnv = "CODEMODE_TEST_THREADS_CHILD"
-
-// threadsGrowth makes n threads the way a worker's hogs hold them, and
-// returns how much they grew the address space by.
-func threadsGrowth(t *testing.T, n int) int64 {
 	if err := smallThreadStacks(); err != nil {
 		t.Fatal(err)
 	}
+	const threads = 32
 	before := addressSpace(t)
 	var started, ended sync.WaitGroup
 	release := make(chan struct{})
-	for range n {
+	for range threads {
 		started.Add(1)
 		ended.Add(1)
 		go func() {
 			defer ended.Done()
-			// Locked and blocked, each holds a thread of its own.
+			// Locked and blocked, each holds a thread of its own, as a
+			// hog's piece does.
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			started.Done()
@@ -74,7 +43,10 @@ func threadsGrowth(t *testing.T, n int) int64 {
 	grew := addressSpace(t) - before
 	close(release)
 	ended.Wait()
-	return grew
+	t.Logf("%d threads grew the address space by %d KiB", threads, grew>>10)
+	if limit := int64(threads) * 2 * threadStack; grew > limit {
+		t.Fatalf("%d threads grew the address space by %d MiB, more than %d MiB", threads, grew>>20, limit>>20)
+	}
 }
 
 // addressSpace is the process's address space (VmSize) in bytes.
