@@ -11,12 +11,15 @@ package worker
 // after it that asks for the default, keeps the C allocator to one arena,
 // and returns an error number.
 static int codemode_thread_stacks(size_t size) {
+#ifdef M_ARENA_MAX
 	// Each thread that calls malloc (the runtime asks every new thread for
-	// its stack's bounds, which does) would get an arena of its own, 64 MiB
-	// of address space each, up to eight a CPU.
+	// its stack's bounds, which does) would get an arena of its own from
+	// glibc, 64 MiB of address space each, up to eight a CPU. (A C library
+	// without arenas, musl's, has no M_ARENA_MAX.)
 	if (mallopt(M_ARENA_MAX, 1) != 1) {
 		return -1;
 	}
+#endif
 	pthread_attr_t attr;
 	int err = pthread_getattr_default_np(&attr);
 	if (err != 0) {
