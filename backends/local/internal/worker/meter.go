@@ -55,11 +55,12 @@ const (
 	// confirmation: a run blocked there is still executing to the parent,
 	// whose kill grace (500 ms by default) must not pass meanwhile. One
 	// that does not come in time (a collection slowed by a loaded machine)
-	// lets the allocation go: the estimate may be garbage, and an honest
-	// run must not get the memory text for a slow collection. The run is
-	// then past its limit by at most the allocation (no more than the
-	// limit: a larger one is refused at once), until the confirmation
-	// under way settles and cancels it if it is.
+	// lets the allocation go while the run's estimate with it stays within
+	// twice its limit: the estimate may be garbage, and an honest run must
+	// not get the memory text for a slow collection. A run really past its
+	// limit is then past it by at most the limit again, however many
+	// allocations it makes, until the confirmation under way settles and
+	// cancels it; past twice its limit it is cancelled at once.
 	reserveWait = 250 * time.Millisecond
 	// confirmEvery spaces the collections that confirm an estimate past a
 	// limit: an estimate counts garbage, and a worker near its memory must
@@ -368,7 +369,14 @@ func (m *meter) reserve(run uint64, n int64) bool {
 			return false
 		}
 		if now >= giveUp {
-			return true
+			// Up to twice the limit: garbage the estimate still counts,
+			// or an overshoot of at most the limit until the
+			// confirmation under way settles.
+			if m.ledger.estimate(run)+n <= 2*limit {
+				return true
+			}
+			m.cancelLocked(r)
+			return false
 		}
 		// A confirmation beside a hog runs on a goroutine of its own, and
 		// a cancel wakes the run waiting for it at once: a run held past
