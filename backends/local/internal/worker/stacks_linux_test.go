@@ -1,10 +1,7 @@
 package worker
 
 import (
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -49,22 +46,13 @@ func TestThreadsTakeLittleAddressSpace(t *testing.T) {
 	}
 }
 
-// addressSpace is the process's address space (VmSize) in bytes.
+// addressSpace is the process's address space in bytes (readVmSize, which
+// the worker's own RLIMIT_AS is set from).
 func addressSpace(t *testing.T) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
+	vm, ok := readVmSize()
+	if !ok {
+		t.Fatal("the address space could not be read")
 	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmSize in /proc/self/status")
-	return 0
+	return int64(vm)
 }
