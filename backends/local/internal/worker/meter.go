@@ -118,7 +118,7 @@ type meter struct {
 	runs   map[uint64]*meteredRun
 	// cancelled are the runs cancelled for their memory and not yet
 	// removed: pastWorkerLine leaves them out at every step.
-	cancelled map[uint64]*meteredRun
+	cancelled map[uint64]struct{}
 	pieces    map[*piece]struct{}
 	// departed are pieces that ended since the last step, their last CPU
 	// read at their end: the next step accounts them with the rest.
@@ -223,7 +223,7 @@ func newMeter(table *wire.Table, base int64, baseProcs int) *meter {
 		onHog:     func(uint64, int) {},
 		ledger:    newHeapLedger(base),
 		runs:      map[uint64]*meteredRun{},
-		cancelled: map[uint64]*meteredRun{},
+		cancelled: map[uint64]struct{}{},
 		pieces:    map[*piece]struct{}{},
 		baseProcs: baseProcs,
 		procs:     make(chan int, 1),
@@ -345,7 +345,8 @@ func (m *meter) chargeByNameLocked(run uint64, n int64) {
 // reserve reports false. Nothing is charged here: the allocation, when it
 // comes, is. While it waits for the confirmation the run allocates nothing
 // more, so the collection sees it as it is; one that does not come within
-// reserveWait lets the allocation go.
+// reserveWait lets the allocation go while the run's estimate with it stays
+// within twice its limit.
 func (m *meter) reserve(run uint64, n int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -358,8 +359,8 @@ func (m *meter) reserve(run uint64, n int64) bool {
 		if r.overLimit {
 			return false
 		}
-		limit := int64(r.limitMB) << 20
-		if m.ledger.estimate(run)+n <= limit {
+		limit, after := int64(r.limitMB)<<20, m.ledger.estimate(run)+n
+		if after <= limit {
 			return true
 		}
 		// The estimate counts garbage until a collection says otherwise.
@@ -369,10 +370,10 @@ func (m *meter) reserve(run uint64, n int64) bool {
 			return false
 		}
 		if now >= giveUp {
-			// Up to twice the limit: garbage the estimate still counts,
-			// or an overshoot of at most the limit until the
-			// confirmation under way settles.
-			if m.ledger.estimate(run)+n <= 2*limit {
+			// Without one in time, up to twice the limit: garbage the
+			// estimate still counts, or an overshoot of at most the
+			// limit until the confirmation under way settles.
+			if after <= 2*limit {
 				return true
 			}
 			m.cancelLocked(r)
@@ -1084,7 +1085,7 @@ func (m *meter) cancelLocked(r *meteredRun) { m.cancelCopyingLocked(r, 0) }
 func (m *meter) cancelCopyingLocked(r *meteredRun, copying int64) {
 	m.settled.Broadcast() // a reservation of r waiting for a confirmation
 	r.overLimit = true
-	m.cancelled[r.id] = r
+	m.cancelled[r.id] = struct{}{}
 	r.cancel(protocol.NewMemoryLimitError(r.limitMB))
 	if r.interrupt != nil {
 		// Now, not from the context's goroutine: see sandbox.InterruptHost.
