@@ -38,8 +38,8 @@ const (
 	DefaultIdleTimeout        = Duration(60e9)
 	DefaultMaxUnauthenticated = connlimit.DefaultMaxUnauthenticated
 	// DescriptorsPerWorker is what the default descriptorReserve keeps
-	// for each worker process: its pipes, its gate page, its stat file, and the ones it
-	// takes while it starts.
+	// for each worker process: its pipes, its gate page, its stat file,
+	// and the ones it takes while it starts.
 	DescriptorsPerWorker = 8
 )
 

@@ -35,10 +35,10 @@ func WaitFor(t testing.TB, within time.Duration, cond func() bool, format string
 	}
 }
 
-// WaitBroken waits up to loadAllowance times within for the error of a call in flight on errc,
-// and fails t unless it is a CONNECTION_BROKEN fault: the end of a call
-// whose connection, member or executor went away under it. what names the
-// call in the messages.
+// WaitBroken waits up to loadAllowance times within for the error of a
+// call in flight on errc, and fails t unless it is a CONNECTION_BROKEN
+// fault: the end of a call whose connection, member or executor went away
+// under it. what names the call in the messages.
 func WaitBroken(t testing.TB, errc <-chan error, within time.Duration, what string) {
 	t.Helper()
 	select {
