@@ -84,6 +84,14 @@ func TestApproxSizeCountsStringsAndBytes(t *testing.T) {
 	}
 }
 
+// forcedCollections is how many collections the process was asked for so
+// far (runtime.GC, as the budget asks).
+func forcedCollections() uint32 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.NumForcedGC
+}
+
 // Used is how many bytes the sessions hold now; the tests read it.
 func (b *MemoryBudget) Used() int64 {
 	b.mu.Lock()
@@ -97,13 +105,8 @@ func (b *MemoryBudget) Used() int64 {
 func TestMemoryBudgetCollectsWhatWasGivenBack(t *testing.T) {
 	b := NewMemoryBudget(64 << 20)
 	s := &Session{}
-	cycles := func() uint32 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.NumForcedGC
-	}
 	b.charge(s, 32<<20)
-	before := cycles()
+	before := forcedCollections()
 	b.charge(s, -(8 << 20)) // an eighth: no collection
 	b.mu.Lock()
 	asked := b.collecting
@@ -115,7 +118,7 @@ func TestMemoryBudgetCollectsWhatWasGivenBack(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return !b.collecting && cycles() > before
+		return !b.collecting && forcedCollections() > before
 	}, "the collection the budget asked for")
 	if b.freed != 0 {
 		t.Fatalf("%d bytes given back still counted after the collection", b.freed)
@@ -133,12 +136,7 @@ func TestReadingSmallMessagesAsksForNoCollection(t *testing.T) {
 	url, _ := wsServer(t, main, Options{Memory: budget})
 	ctx := ctx10(t)
 	client := wsDial(t, ctx, url)
-	forced := func() uint32 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.NumForcedGC
-	}
-	before := forced()
+	before := forcedCollections()
 	// 500 calls are 500 reads at least, each reserving over 3 MiB: as
 	// garbage given back, 1.5 GiB, a collection for every 16 MiB.
 	for i := range 500 {
@@ -146,7 +144,7 @@ func TestReadingSmallMessagesAsksForNoCollection(t *testing.T) {
 			t.Fatalf("call %d: %v, %v", i, v, err)
 		}
 	}
-	if n := forced() - before; n != 0 {
+	if n := forcedCollections() - before; n != 0 {
 		t.Fatalf("500 small calls made the budget ask for %d collections", n)
 	}
 	budget.mu.Lock()
